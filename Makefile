@@ -1,0 +1,54 @@
+# Two commands a newcomer needs: `make book` builds the site, `make test` runs every check.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PORT ?= 8000
+# Offline copy of the corpus, when the project sits beside ../shared (CI, these machines).
+SHARED_DATA := $(abspath ../shared/data/fra-eng)
+ifneq ($(wildcard $(SHARED_DATA)/fra.txt),)
+export ATTENTION_LIB_DATA ?= $(SHARED_DATA)
+endif
+export MPLBACKEND ?= Agg
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+.PHONY: env book serve test test-fast execute bench clean
+
+env: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	# d2l with --no-deps: its pins (numpy 1.23.5, ...) would break this environment and Colab's.
+	$(PY) -m pip install -q --no-deps d2l==1.0.3
+	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $(STAMP)
+
+book: $(STAMP)
+	$(VENV)/bin/jupyter-book build . --builder html -n -W --keep-going
+	@echo "The site is in $(CURDIR)/_build/html: open _build/html/index.html, or run 'make serve'."
+
+serve: book
+	@echo "Serving on http://127.0.0.1:$(PORT)/ (Ctrl-C to stop)"
+	$(PY) -m http.server $(PORT) --bind 127.0.0.1 --directory _build/html
+
+# Every check: library tests, the site in a real browser, and every notebook re-run by nbval.
+test: book
+	$(PY) -m pytest tests chapters --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
+		--nbval-cell-timeout=900 -p no:cacheprovider -q -rs
+
+# Library tests only (no notebooks, no browser): seconds, for the edit-test loop.
+test-fast: $(STAMP)
+	$(PY) -m pytest tests -q -m "not site and not slow"
+
+# Re-execute every notebook in place, in order, writing the outputs back.
+execute: $(STAMP)
+	$(PY) tools/execute_notebooks.py chapters
+
+bench: $(STAMP)
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf _build

@@ -1,0 +1,25 @@
+"""attention_lib: the small, tested PyTorch library behind the course book on attention.
+
+Dimension letters, used the same way in code comments, docstrings and the book's prose:
+
+====  ==========================================
+B     batch size
+Lq    number of queries (decoder / target steps)
+Lk    number of keys and values (source steps)
+E     embedding size
+H     number of heads
+Dh    size of one head (E / H) or of an RNN state
+V     vocabulary size
+====  ==========================================
+
+A boolean ``mask`` is True where a query may attend; ``valid_lens`` describes padding.
+"""
+from .data import (DATA_ENV_VAR, FRA_ENG_SHA1, FRA_ENG_URL, Batch, DataUnavailableError, TranslationData, Vocab,
+                   load_fra_eng, locate_fra_eng, preprocess, read_pairs, split_of, tokenize, truncate_pad)
+from .evaluation import bleu, bleu_by_length, corpus_bleu, translate
+from .masking import masked_softmax, valid_lens_to_mask
+from .plotting import plot_bleu_by_length, plot_history, show_heatmaps, use_cjk_font
+from .seq2seq import EncoderDecoder, Seq2SeqDecoder, Seq2SeqEncoder, greedy_decode
+from .training import choose_device, evaluate_loss, sequence_loss, set_seed, train_seq2seq
+
+__version__ = "0.1.0"

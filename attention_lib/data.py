@@ -1,0 +1,411 @@
+"""The English–French corpus: finding it, reading it, tokenising it, batching it.
+
+Sources, tried in order:
+
+1. the directory named by the environment variable ``ATTENTION_LIB_DATA`` (CI and offline
+   builds point it at a checked copy; a ``SHA256SUMS`` file there is verified);
+2. a per-user cache (``$XDG_CACHE_HOME/attention_lib`` or ``~/.cache/attention_lib``);
+3. the public ``fra-eng.zip`` that *Dive into Deep Learning* uses, downloaded, checked
+   against its SHA-1 and extracted into the cache.
+
+The sentence pairs come from the Tatoeba Project (https://tatoeba.org), licensed
+CC BY 2.0 FR.
+
+The split into train / validation / test is decided by a hash of the English sentence, so it
+does not depend on the file's order or revision, and every translation of one English sentence
+lands in the same split (nothing of a test sentence is ever trained on).
+
+Taught in ``chapters/01_seq2seq/01_data.ipynb``.
+"""
+from __future__ import annotations
+
+import collections
+import hashlib
+import os
+import random
+import socket
+import urllib.error
+import urllib.request
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, NamedTuple, Sequence
+
+import torch
+from torch import Tensor
+from torch.utils.data import DataLoader, TensorDataset
+
+__all__ = [
+    "DATA_ENV_VAR",
+    "FRA_ENG_URL",
+    "FRA_ENG_SHA1",
+    "DataUnavailableError",
+    "locate_fra_eng",
+    "read_pairs",
+    "preprocess",
+    "tokenize",
+    "Vocab",
+    "truncate_pad",
+    "split_of",
+    "Batch",
+    "TranslationData",
+    "load_fra_eng",
+]
+
+DATA_ENV_VAR = "ATTENTION_LIB_DATA"
+FRA_ENG_URL = "http://d2l-data.s3-accelerate.amazonaws.com/fra-eng.zip"
+FRA_ENG_SHA1 = "94646ad1522d915e7b0f9296181140edcf86a4f5"
+FILE_NAME = "fra.txt"
+
+PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
+SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
+
+
+class DataUnavailableError(RuntimeError):
+    """The corpus could not be found locally nor downloaded."""
+
+
+# --------------------------------------------------------------------------- finding the file
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "attention_lib"
+
+
+def _hash_file(path: Path, algorithm: str) -> str:
+    digest = hashlib.new(algorithm)
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _verify_sha256sums(directory: Path) -> None:
+    sums = directory / "SHA256SUMS"
+    if not sums.exists():
+        return
+    for line in sums.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        expected, name = line.split(maxsplit=1)
+        name = name.lstrip("*")
+        actual = _hash_file(directory / name, "sha256")
+        if actual != expected:
+            raise ValueError(
+                f"checksum mismatch for {directory / name}: SHA256SUMS says {expected}, the file hashes to "
+                f"{actual}; the file is corrupt or was changed"
+            )
+
+
+def _download(url: str, dest: Path, timeout: float) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    partial = dest.with_suffix(dest.suffix + ".part")
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response, open(partial, "wb") as out:
+            total = int(response.headers.get("Content-Length") or 0) or None
+            from tqdm.auto import tqdm
+
+            with tqdm(total=total, unit="B", unit_scale=True, desc=f"downloading {url.rsplit('/', 1)[-1]}") as bar:
+                for chunk in iter(lambda: response.read(1 << 16), b""):
+                    out.write(chunk)
+                    bar.update(len(chunk))
+    except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, OSError) as exc:
+        partial.unlink(missing_ok=True)
+        raise DataUnavailableError(
+            f"The English-French corpus was not found locally and could not be downloaded from {url} "
+            f"({exc}). Either connect to the internet, or set the environment variable {DATA_ENV_VAR} "
+            f"to a directory containing {FILE_NAME} (for example ../shared/data/fra-eng)."
+        ) from exc
+    partial.replace(dest)
+
+
+def locate_fra_eng(data_dir: str | os.PathLike | None = None, *, timeout: float = 10.0,
+                   url: str = FRA_ENG_URL, sha1: str = FRA_ENG_SHA1) -> Path:
+    """Return the path of ``fra.txt``, from ``data_dir``, ``$ATTENTION_LIB_DATA``, the cache or a download.
+
+    Raises :class:`DataUnavailableError` (within about ``timeout`` seconds when offline) naming the
+    environment variable and the URL, and ``ValueError`` naming the file on a checksum mismatch.
+
+    Shapes:
+        returns: a filesystem path (no tensors)
+
+    Taught in ``chapters/01_seq2seq/01_data.ipynb``.
+    """
+    directory = data_dir if data_dir is not None else os.environ.get(DATA_ENV_VAR)
+    if directory:
+        directory = Path(directory).expanduser()
+        path = directory / FILE_NAME
+        if not path.is_file():
+            raise DataUnavailableError(
+                f"{DATA_ENV_VAR if data_dir is None else 'data_dir'} points at {directory}, "
+                f"which has no {FILE_NAME}"
+            )
+        _verify_sha256sums(directory)
+        return path
+
+    cache = _cache_dir() / "fra-eng"
+    path = cache / FILE_NAME
+    if path.is_file():
+        return path
+    archive = _cache_dir() / "fra-eng.zip"
+    if not archive.is_file():
+        _download(url, archive, timeout)
+    actual = _hash_file(archive, "sha1")
+    if actual != sha1:
+        archive.unlink()
+        raise ValueError(
+            f"checksum mismatch for {archive} downloaded from {url}: expected SHA-1 {sha1}, got {actual}; "
+            "the download was removed, try again"
+        )
+    with zipfile.ZipFile(archive) as zf:
+        member = next((n for n in zf.namelist() if n.endswith("/" + FILE_NAME) or n == FILE_NAME), None)
+        if member is None:
+            raise ValueError(f"{archive} has no {FILE_NAME} inside; its members are {zf.namelist()[:5]}")
+        cache.mkdir(parents=True, exist_ok=True)
+        with zf.open(member) as src, open(path, "wb") as dst:
+            dst.write(src.read())
+    return path
+
+
+def read_pairs(path: str | os.PathLike) -> list[tuple[str, str]]:
+    """Read tab-separated (English, French) pairs; extra columns (attribution) are ignored.
+
+    A line without a tab, or with an empty side, raises ``ValueError`` naming the file and line.
+
+    Shapes:
+        returns: list of N (english, french) string pairs
+
+    Taught in ``chapters/01_seq2seq/01_data.ipynb``.
+    """
+    path = Path(path)
+    pairs = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not UTF-8 text ({exc})") from exc
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) < 2 or not parts[0].strip() or not parts[1].strip():
+            raise ValueError(
+                f"{path}, line {number}: expected 'English<TAB>French', got {line[:60]!r}"
+            )
+        pairs.append((parts[0], parts[1]))
+    if not pairs:
+        raise ValueError(f"{path} holds no sentence pairs")
+    return pairs
+
+
+# --------------------------------------------------------------------------- text to tokens
+
+
+def preprocess(text: str) -> str:
+    """Lower-case, turn non-breaking spaces into spaces, and put a space before ``, . ! ?``.
+
+    This is the preprocessing readers know from *Dive into Deep Learning*.
+
+    Shapes:
+        text, returns: str
+
+    Taught in ``chapters/01_seq2seq/01_data.ipynb``.
+    """
+    text = text.replace("\u202f", " ").replace("\xa0", " ").lower()
+    out = []
+    for i, char in enumerate(text):
+        if i > 0 and char in ",.!?" and text[i - 1] != " ":
+            out.append(" ")
+        out.append(char)
+    return "".join(out)
+
+
+def tokenize(text: str) -> list[str]:
+    """Split preprocessed text on spaces (no empty tokens).
+
+    Shapes:
+        text: str; returns: list of Lt tokens
+
+    Taught in ``chapters/01_seq2seq/01_data.ipynb``.
+    """
+    return [token for token in text.split(" ") if token]
+
+
+class Vocab:
+    """Map tokens to indices and back. ``<pad> <bos> <eos> <unk>`` come first (``<pad>`` is 0).
+
+    Tokens seen fewer than ``min_freq`` times are left out and map to ``<unk>``. Order after the
+    special tokens: most frequent first, ties alphabetical (so the vocabulary is deterministic).
+
+    Shapes:
+        vocab[tokens]: list of ints, same length as ``tokens``
+        vocab.to_tokens(indices): list of str
+
+    Taught in ``chapters/01_seq2seq/01_data.ipynb``.
+    """
+
+    def __init__(self, sentences: Iterable[Sequence[str]] = (), min_freq: int = 1):
+        if min_freq < 1:
+            raise ValueError(f"min_freq must be at least 1, got {min_freq}")
+        counter = collections.Counter(token for sentence in sentences for token in sentence)
+        kept = sorted((t for t, c in counter.items() if c >= min_freq and t not in SPECIAL_TOKENS),
+                      key=lambda t: (-counter[t], t))
+        self.idx_to_token = list(SPECIAL_TOKENS) + kept
+        self.token_to_idx = {token: idx for idx, token in enumerate(self.idx_to_token)}
+        self.token_freqs = counter
+
+    def __len__(self) -> int:
+        return len(self.idx_to_token)
+
+    def __getitem__(self, tokens):
+        if isinstance(tokens, str):
+            return self.token_to_idx.get(tokens, self.unk)
+        return [self[token] for token in tokens]
+
+    def to_tokens(self, indices) -> list[str] | str:
+        if isinstance(indices, Tensor):
+            indices = indices.tolist()
+        if isinstance(indices, int):
+            return self.idx_to_token[indices]
+        return [self.idx_to_token[int(i)] for i in indices]
+
+    pad = property(lambda self: self.token_to_idx[PAD])
+    bos = property(lambda self: self.token_to_idx[BOS])
+    eos = property(lambda self: self.token_to_idx[EOS])
+    unk = property(lambda self: self.token_to_idx[UNK])
+
+    def __repr__(self) -> str:
+        return f"Vocab(size={len(self)}, first={self.idx_to_token[:8]})"
+
+
+def truncate_pad(indices: Sequence[int], num_steps: int, pad: int) -> list[int]:
+    """Cut ``indices`` to ``num_steps`` or pad it on the right with ``pad`` up to ``num_steps``.
+
+    Shapes:
+        indices: Lt ints; returns: ``num_steps`` ints
+
+    Taught in ``chapters/01_seq2seq/01_data.ipynb``.
+    """
+    if num_steps < 1:
+        raise ValueError(f"num_steps must be at least 1, got {num_steps}")
+    indices = list(indices)[:num_steps]
+    return indices + [pad] * (num_steps - len(indices))
+
+
+def split_of(english: str, val_percent: int = 2, test_percent: int = 3) -> str:
+    """'train', 'val' or 'test' for an English sentence, from a hash of its preprocessed text.
+
+    Shapes:
+        english: str; returns: str
+
+    Taught in ``chapters/01_seq2seq/01_data.ipynb``.
+    """
+    bucket = int(hashlib.md5(preprocess(english).encode("utf-8")).hexdigest(), 16) % 100
+    if bucket < test_percent:
+        return "test"
+    if bucket < test_percent + val_percent:
+        return "val"
+    return "train"
+
+
+# --------------------------------------------------------------------------- tensors and batches
+
+
+class Batch(NamedTuple):
+    """One batch for teacher forcing.
+
+    Shapes:
+        src:            (B, Lk)  source token indices, ``<eos>``-terminated, padded
+        src_valid_lens: (B,)     number of real source tokens (with ``<eos>``)
+        tgt_input:      (B, Lq)  ``<bos>`` followed by the target shifted right (decoder input)
+        tgt_output:     (B, Lq)  the target, ``<eos>``-terminated, padded (what to predict)
+        tgt_valid_lens: (B,)     number of real target tokens (with ``<eos>``)
+    """
+
+    src: Tensor
+    src_valid_lens: Tensor
+    tgt_input: Tensor
+    tgt_output: Tensor
+    tgt_valid_lens: Tensor
+
+
+@dataclass
+class TranslationData:
+    """Tokenised splits with their vocabularies; builds tensors and data loaders.
+
+    ``pairs[split]`` holds ``(english_tokens, french_tokens)`` lists (preprocessed, no ``<eos>``);
+    ``raw[split]`` the original strings. The vocabularies are built from the training split only.
+
+    Shapes:
+        tensors(split): a :class:`Batch` of all pairs, (N, num_steps) and (N,)
+        loader(split, batch_size): yields :class:`Batch` of (B, num_steps) and (B,)
+
+    Taught in ``chapters/01_seq2seq/01_data.ipynb``.
+    """
+
+    pairs: dict
+    raw: dict
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    num_steps: int
+
+    def encode(self, sentences: Sequence[Sequence[str]], vocab: Vocab) -> tuple[Tensor, Tensor]:
+        """Indices (N, num_steps) with ``<eos>`` appended, padded or truncated, and valid lengths (N,)."""
+        rows = [truncate_pad(vocab[list(s)] + [vocab.eos], self.num_steps, vocab.pad) for s in sentences]
+        array = torch.tensor(rows, dtype=torch.long).reshape(len(rows), self.num_steps)  # (N, num_steps)
+        valid_lens = (array != vocab.pad).sum(dim=1)  # (N,)
+        return array, valid_lens
+
+    def encode_source(self, sentences: Sequence[str]) -> tuple[Tensor, Tensor]:
+        """Raw English strings to source indices (N, num_steps) and valid lengths (N,); unknown words become ``<unk>``."""
+        return self.encode([tokenize(preprocess(s)) for s in sentences], self.src_vocab)
+
+    def tensors(self, split: str = "train") -> Batch:
+        if split not in self.pairs:
+            raise ValueError(f"split must be one of {sorted(self.pairs)}, got {split!r}")
+        src, src_valid_lens = self.encode([p[0] for p in self.pairs[split]], self.src_vocab)
+        tgt, tgt_valid_lens = self.encode([p[1] for p in self.pairs[split]], self.tgt_vocab)
+        bos = torch.full((tgt.shape[0], 1), self.tgt_vocab.bos, dtype=torch.long)
+        tgt_input = torch.cat([bos, tgt[:, :-1]], dim=1)  # (N, num_steps): teacher forcing input
+        return Batch(src, src_valid_lens, tgt_input, tgt, tgt_valid_lens)
+
+    def loader(self, split: str = "train", batch_size: int = 64, shuffle: bool | None = None,
+               seed: int = 0) -> DataLoader:
+        shuffle = (split == "train") if shuffle is None else shuffle
+        dataset = TensorDataset(*self.tensors(split))
+        generator = torch.Generator().manual_seed(seed)
+        return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, generator=generator,
+                          collate_fn=lambda rows: Batch(*(torch.stack(col) for col in zip(*rows))))
+
+    def __repr__(self) -> str:
+        sizes = ", ".join(f"{k}={len(v)}" for k, v in self.pairs.items())
+        return (f"TranslationData({sizes}, num_steps={self.num_steps}, "
+                f"src_vocab={len(self.src_vocab)}, tgt_vocab={len(self.tgt_vocab)})")
+
+
+def load_fra_eng(num_steps: int = 12, min_freq: int = 2, max_train: int | None = None, seed: int = 0,
+                 data_dir: str | os.PathLike | None = None) -> TranslationData:
+    """Load, preprocess, tokenise and split the corpus; build vocabularies from the training split.
+
+    ``max_train`` keeps a random (seeded) subset of the training pairs so a model trains in minutes
+    on a CPU; validation and test splits are always complete.
+
+    Shapes:
+        returns: :class:`TranslationData`; its tensors are (N, ``num_steps``)
+
+    Taught in ``chapters/01_seq2seq/01_data.ipynb``.
+    """
+    raw_pairs = read_pairs(locate_fra_eng(data_dir))
+    pairs = {"train": [], "val": [], "test": []}
+    raw = {"train": [], "val": [], "test": []}
+    for english, french in raw_pairs:
+        split = split_of(english)
+        pairs[split].append((tokenize(preprocess(english)), tokenize(preprocess(french))))
+        raw[split].append((english, french))
+    if max_train is not None and max_train < len(pairs["train"]):
+        keep = sorted(random.Random(seed).sample(range(len(pairs["train"])), max_train))
+        pairs["train"] = [pairs["train"][i] for i in keep]
+        raw["train"] = [raw["train"][i] for i in keep]
+    src_vocab = Vocab((p[0] for p in pairs["train"]), min_freq=min_freq)
+    tgt_vocab = Vocab((p[1] for p in pairs["train"]), min_freq=min_freq)
+    return TranslationData(pairs, raw, src_vocab, tgt_vocab, num_steps)

@@ -1,0 +1,10 @@
+"""Instant checkers for the book's exercises: each says *what* is wrong, not just "failed".
+
+A checker takes the reader's function (or value), runs it on cases chosen to expose the typical
+mistakes, and returns a :class:`Feedback` that is truthy when the answer is right and shows a
+short, specific message in Jupyter.
+
+Taught in the exercise sections of each chapter.
+"""
+from ._feedback import Feedback
+from .seq2seq import check_bleu, check_preprocess, check_teacher_forcing_input, check_truncate_pad

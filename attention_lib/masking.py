@@ -1,0 +1,103 @@
+"""Masks and the masked softmax: which keys a query may attend to.
+
+One convention everywhere (the same as ``torch.nn.functional.scaled_dot_product_attention``):
+a boolean ``mask`` is **True where a query may attend**. ``valid_lens`` is the compact way to
+describe padding: key positions ``>= valid_len`` are padding.
+
+Taught in ``chapters/02_attention/02_masked_softmax.ipynb``; chapter 1 uses
+:func:`valid_lens_to_mask` for padded sequences.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+__all__ = ["valid_lens_to_mask", "masked_softmax"]
+
+
+def valid_lens_to_mask(valid_lens: Tensor, num_kv: int) -> Tensor:
+    """Turn lengths into a boolean mask that is True at positions ``< valid_len``.
+
+    Shapes:
+        valid_lens: (B,) or (B, Lq), integer, each in ``[0, num_kv]``
+        returns:    (B, Lk) or (B, Lq, Lk), bool, with Lk = ``num_kv``
+
+    Taught in ``chapters/02_attention/02_masked_softmax.ipynb``.
+    """
+    if not isinstance(valid_lens, Tensor):
+        raise TypeError(f"valid_lens must be a torch.Tensor, got {type(valid_lens).__name__}")
+    if valid_lens.dtype.is_floating_point or valid_lens.dtype == torch.bool or valid_lens.is_complex():
+        raise TypeError(f"valid_lens must hold integers, got dtype {valid_lens.dtype}")
+    if valid_lens.dim() not in (1, 2):
+        raise ValueError(f"valid_lens must have shape (B,) or (B, Lq), got {tuple(valid_lens.shape)}")
+    if valid_lens.numel() and (int(valid_lens.min()) < 0 or int(valid_lens.max()) > num_kv):
+        raise ValueError(
+            f"valid_lens must lie in [0, {num_kv}] (the number of keys), "
+            f"got values from {int(valid_lens.min())} to {int(valid_lens.max())}"
+        )
+    positions = torch.arange(num_kv, device=valid_lens.device)  # (Lk,)
+    return positions < valid_lens.unsqueeze(-1)  # (B, Lk) or (B, Lq, Lk)
+
+
+def _combine_masks(attn_scores: Tensor, valid_lens: Tensor | None, mask: Tensor | None) -> Tensor | None:
+    """Both ways of saying 'may attend', as one boolean mask broadcastable to ``attn_scores``."""
+    num_kv = attn_scores.shape[-1]
+    combined = None
+    if valid_lens is not None:
+        batch_size = attn_scores.shape[0]
+        if valid_lens.shape[0] != batch_size:
+            raise ValueError(
+                f"valid_lens must have shape (B,) or (B, Lq) with B={batch_size}, got {tuple(valid_lens.shape)}"
+            )
+        if valid_lens.dim() == 2 and valid_lens.shape[1] != attn_scores.shape[-2]:
+            raise ValueError(
+                f"valid_lens of shape (B, Lq) must have Lq={attn_scores.shape[-2]}, got {tuple(valid_lens.shape)}"
+            )
+        lens_mask = valid_lens_to_mask(valid_lens, num_kv)  # (B, Lk) or (B, Lq, Lk)
+        if lens_mask.dim() == 2:
+            lens_mask = lens_mask.unsqueeze(-2)  # (B, 1, Lk)
+        # Extra leading dims of the scores (e.g. heads: (B, H, Lq, Lk)) sit between B and Lq.
+        while lens_mask.dim() < attn_scores.dim():
+            lens_mask = lens_mask.unsqueeze(1)
+        combined = lens_mask
+    if mask is not None:
+        if mask.dtype != torch.bool:
+            raise TypeError(f"mask must be a bool tensor (True = may attend), got dtype {mask.dtype}")
+        try:
+            torch.broadcast_shapes(mask.shape, attn_scores.shape)
+        except RuntimeError:
+            raise ValueError(
+                f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
+                f"{tuple(attn_scores.shape)} (..., Lq, Lk)"
+            ) from None
+        combined = mask if combined is None else combined & mask
+    return combined
+
+
+def masked_softmax(attn_scores: Tensor, valid_lens: Tensor | None = None, mask: Tensor | None = None) -> Tensor:
+    """Softmax over the last axis (the keys), giving zero weight to keys a query may not attend to.
+
+    Masked scores are filled with the most negative number of the scores' dtype (not a magic
+    constant), so float16 and bfloat16 work. A query with no key to attend to gets all-zero
+    weights, never NaN.
+
+    Shapes:
+        attn_scores: (B, Lq, Lk) or (B, ..., Lq, Lk)
+        valid_lens:  (B,) or (B, Lq), optional
+        mask:        bool, broadcastable to ``attn_scores``, True = may attend; optional
+        returns:     same shape as ``attn_scores``; each row sums to 1 over allowed keys (or is all 0)
+
+    Taught in ``chapters/02_attention/02_masked_softmax.ipynb``.
+    """
+    if not isinstance(attn_scores, Tensor) or not attn_scores.dtype.is_floating_point:
+        raise TypeError("attn_scores must be a floating-point torch.Tensor")
+    if attn_scores.dim() < 2:
+        raise ValueError(f"attn_scores must have shape (..., Lq, Lk), got {tuple(attn_scores.shape)}")
+    allowed = _combine_masks(attn_scores, valid_lens, mask)
+    if allowed is None:
+        return torch.softmax(attn_scores, dim=-1)
+    lowest = torch.finfo(attn_scores.dtype).min
+    filled = attn_scores.masked_fill(~allowed, lowest)
+    attn_weights = torch.softmax(filled, dim=-1)  # (..., Lq, Lk)
+    # A fully masked row came out uniform; zero it (and every disallowed key) explicitly.
+    return attn_weights.masked_fill(~allowed, 0.0)

@@ -1,0 +1,153 @@
+"""Recurrent encoder–decoders: the GRU encoder, the fixed-context decoder, and greedy decoding.
+
+The encoder reads the source and returns its states ``h_1 … h_Lk``; the decoder of
+Cho et al. (2014) / Sutskever et al. (2014) sees the source only through **one** vector, the
+encoder's final state, at every step. That is the bottleneck chapter 1 measures and the
+attention decoders of later chapters remove. All decoders share one interface:
+
+    state = decoder.init_state(enc_outputs, src_valid_lens)
+    logits, state = decoder(tgt_input, state)
+
+Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+__all__ = ["Seq2SeqEncoder", "Seq2SeqDecoder", "EncoderDecoder", "greedy_decode"]
+
+
+def _check_tokens(name: str, tokens: Tensor) -> None:
+    if not isinstance(tokens, Tensor) or tokens.dtype != torch.long or tokens.dim() != 2:
+        got = f"{tokens.dtype} {tuple(tokens.shape)}" if isinstance(tokens, Tensor) else type(tokens).__name__
+        raise TypeError(f"{name} must be a (B, L) tensor of token indices (torch.long), got {got}")
+
+
+class Seq2SeqEncoder(nn.Module):
+    """Embedding + multi-layer GRU over the source. Padding is skipped (packed sequences), so the
+    final state is the state after each sentence's last real token.
+
+    Shapes:
+        src:            (B, Lk) token indices
+        src_valid_lens: (B,) or None (no padding)
+        returns: outputs (B, Lk, Hd), zero at padding; state (num_layers, B, Hd)
+
+    Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
+    """
+
+    def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1,
+                 dropout: float = 0.0):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.rnn = nn.GRU(embed_size, num_hiddens, num_layers, dropout=dropout if num_layers > 1 else 0.0,
+                          batch_first=True)
+
+    def forward(self, src: Tensor, src_valid_lens: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        _check_tokens("src", src)
+        embs = self.embedding(src)  # (B, Lk, E)
+        if src_valid_lens is None:
+            return self.rnn(embs)  # (B, Lk, Hd), (num_layers, B, Hd)
+        if src_valid_lens.shape != (src.shape[0],):
+            raise ValueError(f"src_valid_lens must have shape (B,)=({src.shape[0]},), got {tuple(src_valid_lens.shape)}")
+        lengths = src_valid_lens.clamp(min=1).cpu()  # an empty source still gets one step
+        packed = pack_padded_sequence(embs, lengths, batch_first=True, enforce_sorted=False)
+        outputs, state = self.rnn(packed)
+        outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=src.shape[1])  # (B, Lk, Hd)
+        return outputs, state
+
+
+class Seq2SeqDecoder(nn.Module):
+    """GRU decoder that sees the source only through one fixed context vector.
+
+    The context c is the encoder's final top-layer state; at every step the decoder input is
+    ``[embedding(y_{t-1}); c]`` and the GRU starts from the encoder's final state.
+
+    Shapes:
+        init_state(enc_outputs (B, Lk, Hd), src_valid_lens) -> state
+        forward(tgt_input (B, Lq), state) -> logits (B, Lq, V), state
+
+    Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
+    """
+
+    def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1,
+                 dropout: float = 0.0):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers,
+                          dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
+        self.dense = nn.Linear(num_hiddens, vocab_size)
+
+    def init_state(self, enc_outputs: tuple[Tensor, Tensor], src_valid_lens: Tensor | None = None):
+        _, enc_state = enc_outputs  # (num_layers, B, Hd)
+        context = enc_state[-1]  # (B, Hd): the one vector that must carry the whole sentence
+        return context, enc_state
+
+    def forward(self, tgt_input: Tensor, state):
+        _check_tokens("tgt_input", tgt_input)
+        context, hidden = state
+        embs = self.embedding(tgt_input)  # (B, Lq, E)
+        context_rep = context.unsqueeze(1).expand(-1, embs.shape[1], -1)  # (B, Lq, Hd)
+        outputs, hidden = self.rnn(torch.cat([embs, context_rep], dim=-1), hidden)  # (B, Lq, Hd)
+        return self.dense(outputs), (context, hidden)  # (B, Lq, V)
+
+
+class EncoderDecoder(nn.Module):
+    """Wire an encoder to a decoder: ``logits = decoder(tgt_input, decoder.init_state(encoder(src)))``.
+
+    Shapes:
+        src (B, Lk), src_valid_lens (B,), tgt_input (B, Lq) -> logits (B, Lq, V)
+
+    Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
+    """
+
+    def __init__(self, encoder: nn.Module, decoder: nn.Module):
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+
+    def forward(self, src: Tensor, src_valid_lens: Tensor | None, tgt_input: Tensor) -> Tensor:
+        enc_outputs = self.encoder(src, src_valid_lens)
+        state = self.decoder.init_state(enc_outputs, src_valid_lens)
+        logits, _ = self.decoder(tgt_input, state)
+        return logits  # (B, Lq, V)
+
+
+@torch.no_grad()
+def greedy_decode(model: EncoderDecoder, src: Tensor, src_valid_lens: Tensor | None, bos: int, eos: int,
+                  max_len: int) -> tuple[list[list[int]], list[Tensor]]:
+    """Translate a batch greedily: feed back the most likely token until ``<eos>`` or ``max_len``.
+
+    Returns the output indices per sentence (without ``<bos>``, cut before ``<eos>``) and, when
+    the decoder keeps ``attention_weights``, one (B, Lk) tensor per step (an empty list otherwise).
+
+    Shapes:
+        src: (B, Lk); src_valid_lens: (B,) or None
+        returns: B lists of at most ``max_len`` ints; list of steps of (B, Lk)
+
+    Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
+    """
+    _check_tokens("src", src)
+    model.eval()
+    device = next(model.parameters()).device
+    src = src.to(device)
+    src_valid_lens = None if src_valid_lens is None else src_valid_lens.to(device)
+    state = model.decoder.init_state(model.encoder(src, src_valid_lens), src_valid_lens)
+    batch_size = src.shape[0]
+    token = torch.full((batch_size, 1), bos, dtype=torch.long, device=device)  # (B, 1)
+    finished = torch.zeros(batch_size, dtype=torch.bool, device=device)
+    outputs, weights = [], []
+    for _ in range(max_len):
+        logits, state = model.decoder(token, state)  # (B, 1, V)
+        token = logits.argmax(dim=-1)  # (B, 1)
+        outputs.append(token.squeeze(1))
+        step_weights = getattr(model.decoder, "attention_weights", None)
+        if step_weights is not None:
+            weights.append(step_weights.reshape(batch_size, -1).detach().cpu())  # (B, Lk)
+        finished |= token.squeeze(1) == eos
+        if bool(finished.all()):
+            break
+    steps = torch.stack(outputs, dim=1).tolist()  # (B, T)
+    sentences = [row[: row.index(eos)] if eos in row else row for row in steps]
+    return sentences, weights
