@@ -3,13 +3,15 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The site's JavaScript (MathJax 3, RequireJS, the ipywidgets manager), from npm, served offline.
+VENDOR := book/_vendor
+VENDOR_STAMP := $(VENDOR)/node_modules/.installed
 PORT ?= 8000
 # Offline copy of the corpus, when the project sits beside ../shared (CI, these machines).
 SHARED_DATA := $(abspath ../shared/data/fra-eng)
 ifneq ($(wildcard $(SHARED_DATA)/fra.txt),)
 export ATTENTION_LIB_DATA ?= $(SHARED_DATA)
 endif
-export MPLBACKEND ?= Agg
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 .PHONY: env book serve test test-fast execute bench clean
@@ -26,7 +28,12 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 
-book: $(STAMP)
+$(VENDOR_STAMP): $(VENDOR)/package.json $(VENDOR)/package-lock.json
+	@command -v npm >/dev/null || { echo "make book needs npm (Node.js): sudo apt-get install nodejs npm"; exit 1; }
+	npm ci --prefix $(VENDOR) --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $(VENDOR_STAMP)
+
+book: $(STAMP) $(VENDOR_STAMP)
 	$(VENV)/bin/jupyter-book build . --builder html -n -W --keep-going
 	@echo "The site is in $(CURDIR)/_build/html: open _build/html/index.html, or run 'make serve'."
 

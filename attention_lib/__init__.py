@@ -14,9 +14,14 @@ V     vocabulary size
 
 A boolean ``mask`` is True where a query may attend; ``valid_lens`` describes padding.
 """
+from .attention import (AdditiveAttention, DotProductAttention, additive_scores, attention_loop, attention_pooling,
+                        dot_product_scores, scaled_dot_product_attention)
+from .bahdanau import BahdanauDecoder, BahdanauState
+from .beam_search import beam_search
 from .data import (DATA_ENV_VAR, FRA_ENG_SHA1, FRA_ENG_URL, Batch, DataUnavailableError, TranslationData, Vocab,
                    load_fra_eng, locate_fra_eng, preprocess, read_pairs, split_of, tokenize, truncate_pad)
 from .evaluation import bleu, bleu_by_length, corpus_bleu, translate
+from .gru import GRUCell, gru_update
 from .masking import masked_softmax, valid_lens_to_mask
 from .plotting import plot_bleu_by_length, plot_history, show_heatmaps, use_cjk_font
 from .seq2seq import EncoderDecoder, Seq2SeqDecoder, Seq2SeqEncoder, greedy_decode

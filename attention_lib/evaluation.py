@@ -56,7 +56,8 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
     """
     if len(hypotheses) != len(references):
         raise ValueError(f"got {len(hypotheses)} hypotheses but {len(references)} references")
-    return sacrebleu.corpus_bleu(list(hypotheses), [list(references)], tokenize="none").score
+    # force=True: our text is tokenised on purpose (both sides alike), which sacrebleu would warn about.
+    return sacrebleu.corpus_bleu(list(hypotheses), [list(references)], tokenize="none", force=True).score
 
 
 def translate(model, data: TranslationData, sentences: Sequence[str], max_len: int | None = None,

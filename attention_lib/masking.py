@@ -64,7 +64,9 @@ def _combine_masks(attn_scores: Tensor, valid_lens: Tensor | None, mask: Tensor 
         if mask.dtype != torch.bool:
             raise TypeError(f"mask must be a bool tensor (True = may attend), got dtype {mask.dtype}")
         try:
-            torch.broadcast_shapes(mask.shape, attn_scores.shape)
+            broadcast = torch.broadcast_shapes(mask.shape, attn_scores.shape)
+            if broadcast != attn_scores.shape:  # a mask with extra dims would silently grow the output
+                raise RuntimeError
         except RuntimeError:
             raise ValueError(
                 f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
@@ -97,7 +99,13 @@ def masked_softmax(attn_scores: Tensor, valid_lens: Tensor | None = None, mask: 
     if allowed is None:
         return torch.softmax(attn_scores, dim=-1)
     lowest = torch.finfo(attn_scores.dtype).min
-    filled = attn_scores.masked_fill(~allowed, lowest)
+    # torch.where, not masked_fill: same result, several times faster on the CPU with a broadcast mask.
+    filled = torch.where(allowed, attn_scores, lowest)  # (..., Lq, Lk)
     attn_weights = torch.softmax(filled, dim=-1)  # (..., Lq, Lk)
-    # A fully masked row came out uniform; zero it (and every disallowed key) explicitly.
-    return attn_weights.masked_fill(~allowed, 0.0)
+    # In a row with an allowed key, exp(lowest - max) underflows to exactly 0 at every masked key.
+    # A fully masked row came out uniform: zero it. On the CPU, skip that pass when no row needs it
+    # (elsewhere the check would cost a host-device sync, so the pass always runs).
+    row_has_key = allowed.any(dim=-1, keepdim=True)  # (..., Lq or 1, 1)
+    if attn_weights.device.type != "cpu" or not bool(row_has_key.all()):
+        attn_weights = torch.where(row_has_key, attn_weights, 0.0)
+    return attn_weights

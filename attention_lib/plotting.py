@@ -31,11 +31,19 @@ def use_cjk_font() -> str | None:
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
     """
     installed = {f.name for f in font_manager.fontManager.ttflist}
+    if not installed.intersection(CJK_FONT_FAMILIES):
+        # A font installed after matplotlib built its cache (e.g. apt-get on Colab): register it.
+        for path in font_manager.findSystemFonts():
+            if "CJK" in path or "wqy" in path.lower():
+                font_manager.fontManager.addfont(path)
+        installed = {f.name for f in font_manager.fontManager.ttflist}
     for family in CJK_FONT_FAMILIES:
         if family in installed:
-            families = [f for f in plt.rcParams["font.sans-serif"] if f != family]
-            plt.rcParams["font.sans-serif"] = families[:1] + [family] + families[1:]
-            plt.rcParams["font.family"] = "sans-serif"
+            # A list of families makes matplotlib fall back glyph by glyph: Latin from the first.
+            base = [f for f in plt.rcParams["font.family"] if f not in CJK_FONT_FAMILIES]
+            if base in ([], ["sans-serif"]):
+                base = [plt.rcParams["font.sans-serif"][0]]
+            plt.rcParams["font.family"] = base + [family]
             return family
     return None
 

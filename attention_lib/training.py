@@ -95,7 +95,7 @@ def train_seq2seq(model: nn.Module, loader, num_epochs: int, pad: int, lr: float
             nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
             optimizer.step()
             n = int((tgt_output != pad).sum())
-            total, tokens = total + float(loss) * n, tokens + n
+            total, tokens = total + loss.item() * n, tokens + n
             bar.update(1)
             bar.set_postfix(epoch=epoch + 1, loss=f"{total / tokens:.3f}")
         history["train"].append(total / tokens)
@@ -121,7 +121,7 @@ def evaluate_loss(model: nn.Module, loader, pad: int, device: torch.device | Non
         src, src_valid_lens, tgt_input, tgt_output, _ = (t.to(device) for t in batch)
         loss = sequence_loss(model(src, src_valid_lens, tgt_input), tgt_output, pad)
         n = int((tgt_output != pad).sum())
-        total, tokens = total + float(loss) * n, tokens + n
+        total, tokens = total + loss.item() * n, tokens + n
     return total / tokens
 
 

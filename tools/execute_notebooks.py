@@ -4,8 +4,8 @@
     python tools/execute_notebooks.py chapters/01_seq2seq/02_encoder_decoder.ipynb
 
 This is what `make execute` runs; the committed outputs are what nbval compares against in CI.
-Widget state is stored only for notebooks whose metadata says ``"store_widget_state": true``
-(notebooks with interactive explorers), so a progress bar does not embed widget state in the site.
+Widget state is stored in every notebook, so that the site can draw what the widgets showed when the
+notebook ran: an explorer's first state, a training run's finished progress bar.
 """
 from __future__ import annotations
 
@@ -28,8 +28,7 @@ def notebooks(paths):
 def main(argv):
     for path in notebooks(argv or ["chapters"]):
         nb = nbformat.read(path, as_version=4)
-        store = bool(nb.metadata.get("attention_book", {}).get("store_widget_state", False))
-        client = NotebookClient(nb, timeout=1800, kernel_name="python3", store_widget_state=store,
+        client = NotebookClient(nb, timeout=1800, kernel_name="python3", store_widget_state=True,
                                 resources={"metadata": {"path": str(path.parent)}})
         start = time.time()
         print(f"executing {path} ...", flush=True)

@@ -7,4 +7,7 @@ short, specific message in Jupyter.
 Taught in the exercise sections of each chapter.
 """
 from ._feedback import Feedback
+from .attention import (check_additive_scores, check_masked_softmax, check_nadaraya_watson,
+                        check_scaled_dot_product_attention, check_why_not_stack)
+from .bahdanau import check_best_hypothesis, check_context, check_decoder_step, check_gru_update, check_stock_gru
 from .seq2seq import check_bleu, check_preprocess, check_teacher_forcing_input, check_truncate_pad

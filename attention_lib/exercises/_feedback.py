@@ -41,7 +41,11 @@ class Feedback:
 
 
 def run_safely(fn, *args):
-    """Call the reader's function; turn an exception into a Feedback instead of a traceback."""
+    """Call the reader's function; turn an exception into a Feedback instead of a traceback.
+
+    Returns ``(result, None)`` or ``(None, feedback)``. Test ``error is not None``, not ``if error``:
+    a failed :class:`Feedback` is falsy.
+    """
     try:
         return fn(*args), None
     except NotImplementedError:

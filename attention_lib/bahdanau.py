@@ -1,0 +1,130 @@
+"""Bahdanau attention in a GRU decoder (Bahdanau et al., 2014): a new context for every output word.
+
+Chapter 1's decoder sees the source through one vector. This decoder looks back at all the
+encoder's states h_1 … h_Lk at every step t', with the *previous* decoder state as the query:
+
+    α_t't = softmax_t( w_vᵀ tanh(W_q s_{t'-1} + W_k h_t) )     additive scores over source positions
+    c_t'  = Σ_t α_t't h_t                                        context
+    s_t'  = g(y_{t'-1}, c_t', s_{t'-1})                          a GRU step with input [y_{t'-1}; c_t']
+    p(y_t' | …) = softmax(W_o s_t' + b_o)
+
+``W_k h_t`` does not depend on t', so :meth:`BahdanauDecoder.init_state` computes it once per
+sentence; only ``W_q s_{t'-1}`` is computed in the loop. With several layers the context enters
+the first layer and the query is the top layer's state, as in *Dive into Deep Learning*.
+
+Taught in ``chapters/03_bahdanau/01_attention_decoder.ipynb`` (the decoder) and
+``chapters/03_bahdanau/02_training_and_results.ipynb`` (training it and reading its weights).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+from .attention import AdditiveAttention
+from .gru import GRUCell
+from .masking import valid_lens_to_mask
+from .seq2seq import _check_tokens
+
+__all__ = ["BahdanauState", "BahdanauDecoder"]
+
+
+class BahdanauState(NamedTuple):
+    """What the decoder carries from step to step.
+
+    Shapes:
+        enc_outputs:    (B, Lk, Dh)  the encoder's states h_t (the values, and the keys before W_k)
+        projected_keys: (B, Lk, Dh)  W_k h_t, or None when the decoder projects them at every step
+        src_mask:       (B, 1, Lk)   bool, True at real source tokens; None when there is no padding
+        hidden:         (num_layers, B, Dh)  the decoder's state s_{t'-1}
+    """
+
+    enc_outputs: Tensor
+    projected_keys: Tensor | None
+    src_mask: Tensor | None
+    hidden: Tensor
+
+
+class BahdanauDecoder(nn.Module):
+    """GRU decoder with additive attention over the encoder's states.
+
+    ``reset_after`` picks the GRU variant (see :mod:`attention_lib.gru`): ``False`` is the
+    material's equation, ``True`` is ``torch.nn.GRU``'s (and the d2l book's decoder's).
+    ``precompute_keys=False`` projects the keys at every step instead of once per sentence: the
+    same numbers, more work (the chapter measures how much). ``dropout`` acts between GRU layers,
+    as in ``torch.nn.GRU``. After each call, ``attention_weights`` holds the weights of every step.
+
+    Shapes:
+        init_state(enc_outputs ((B, Lk, Dh), (num_layers, B, Dh)), src_valid_lens (B,) or None)
+            -> :class:`BahdanauState`
+        forward(tgt_input (B, Lq), state) -> logits (B, Lq, V), state
+        attention_weights: (B, Lq, Lk), zero at source padding
+
+    Taught in ``chapters/03_bahdanau/01_attention_decoder.ipynb``.
+    """
+
+    def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1,
+                 dropout: float = 0.0, reset_after: bool = False, precompute_keys: bool = True):
+        super().__init__()
+        self.num_layers, self.num_hiddens = num_layers, num_hiddens
+        self.precompute_keys = precompute_keys
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.attention = AdditiveAttention(num_hiddens, num_hiddens, num_hiddens)
+        self.cells = nn.ModuleList(
+            [GRUCell(embed_size, num_hiddens, context_size=num_hiddens, reset_after=reset_after)]
+            + [GRUCell(num_hiddens, num_hiddens, reset_after=reset_after) for _ in range(num_layers - 1)])
+        self.dropout = nn.Dropout(dropout)
+        self.dense = nn.Linear(num_hiddens, vocab_size)
+        self.attention_weights: Tensor | None = None
+
+    def init_state(self, enc_outputs: tuple[Tensor, Tensor], src_valid_lens: Tensor | None = None) -> BahdanauState:
+        outputs, hidden = enc_outputs  # (B, Lk, Dh), (num_layers, B, Dh)
+        if hidden.dim() != 3 or hidden.shape[0] != self.num_layers or outputs.shape[-1] != self.num_hiddens:
+            raise ValueError(f"the encoder must return outputs (B, Lk, Dh={self.num_hiddens}) and a state "
+                             f"(num_layers={self.num_layers}, B, Dh), got {tuple(outputs.shape)} and {tuple(hidden.shape)}")
+        # W_k h_t does not depend on the decoder's step: project the keys once per sentence.
+        projected_keys = self.attention.project_keys(outputs) if self.precompute_keys else None  # (B, Lk, Dh)
+        src_mask = None
+        if src_valid_lens is not None:
+            src_mask = valid_lens_to_mask(src_valid_lens, outputs.shape[1]).unsqueeze(1)  # (B, 1, Lk)
+        return BahdanauState(outputs, projected_keys, src_mask, hidden)
+
+    def forward(self, tgt_input: Tensor, state: BahdanauState) -> tuple[Tensor, BahdanauState]:
+        _check_tokens("tgt_input", tgt_input)
+        enc_outputs, projected_keys, src_mask, hidden = state
+        first = self.cells[0]
+        # 1. The previous words' share of the first layer's gates, W_y y + b, for all steps at once.
+        input_projs = first.project_inputs(self.embedding(tgt_input))  # (B, Lq, 3*Dh)
+        layers = list(hidden.unbind(0))  # num_layers × (B, Dh): s_{t'-1} per layer
+        outputs, weights = [], []
+        for t in range(tgt_input.shape[1]):
+            # 2. Attend with the previous state of the top layer as the query.
+            query = layers[-1].unsqueeze(1)  # (B, 1, Dh)
+            context = self.attention(query, enc_outputs, enc_outputs, mask=src_mask,
+                                     projected_keys=projected_keys)  # (B, 1, Dh)
+            weights.append(self.attention.attention_weights)  # (B, 1, Lk)
+            # 3. First layer: the GRU update with input [y_{t'-1}; c_t'], i.e. W_y y + W_c c + b.
+            input_proj = input_projs[:, t] + first.project_context(context.squeeze(1))  # (B, 3*Dh)
+            layers[0] = first.step(input_proj, layers[0])  # (B, Dh)
+            # 4. Upper layers read the layer below (dropout between layers, as in nn.GRU).
+            for i in range(1, self.num_layers):
+                layers[i] = self.cells[i](self.dropout(layers[i - 1]), layers[i])  # (B, Dh)
+            outputs.append(layers[-1])
+        self.attention_weights = torch.cat(weights, dim=1).detach()  # (B, Lq, Lk)
+        # 5. One output projection for all steps after the loop.
+        logits = self.dense(torch.stack(outputs, dim=1))  # (B, Lq, V)
+        return logits, state._replace(hidden=torch.stack(layers))  # hidden: (num_layers, B, Dh)
+
+    @staticmethod
+    def reorder_state(state: BahdanauState, index: Tensor) -> BahdanauState:
+        """Pick (and repeat) batch rows of a state, as beam search needs.
+
+        Shapes:
+            index: (B',) long; returns: a state with batch size B'
+        """
+        def pick(x, dim=0):
+            return None if x is None else x.index_select(dim, index)
+
+        return BahdanauState(pick(state.enc_outputs), pick(state.projected_keys), pick(state.src_mask),
+                             pick(state.hidden, dim=1))

@@ -1,0 +1,269 @@
+"""Checkers for chapter 2's exercises (attention as weighted averaging).
+
+Each checker runs the reader's function on small cases, compares it with the library, and when
+the answer is wrong, recomputes the typical mistakes (softmax over the wrong axis, the mask
+applied after the softmax, a missing 1/√E scale, padding given weight, ...) to name the one made.
+
+Taught in ``chapters/02_attention/`` (one exercise or more per section).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from ..attention import scaled_dot_product_attention
+from ..masking import masked_softmax, valid_lens_to_mask
+from ._feedback import Feedback, run_safely
+
+__all__ = ["check_nadaraya_watson", "check_masked_softmax", "check_scaled_dot_product_attention",
+           "check_additive_scores", "check_why_not_stack"]
+
+
+def _close(a, b, atol: float = 1e-5) -> bool:
+    return isinstance(a, Tensor) and a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), atol=atol,
+                                                                              rtol=1e-4, equal_nan=False))
+
+
+def _as_result(got, expected: Tensor, what: str) -> Feedback | None:
+    """None if ``got`` is a tensor of the expected shape; otherwise the Feedback saying what is off."""
+    if got is None:
+        return Feedback.wrong(f"Your function returned None: return the {what}.")
+    if not isinstance(got, Tensor):
+        return Feedback.wrong(f"Your function returned a {type(got).__name__}: return the {what} as a torch.Tensor.")
+    if got.shape != expected.shape:
+        return Feedback.wrong(f"The {what} should have shape {tuple(expected.shape)}, yours has shape "
+                              f"{tuple(got.shape)}.")
+    return None
+
+
+# --- 01: attention pooling as kernel regression ------------------------------------------------------
+
+def _nadaraya_watson(x_query: Tensor, x_train: Tensor, y_train: Tensor, bandwidth: float,
+                     sign: float = -1.0, power: int = 2, dim: int = 1, normalise: bool = True) -> Tensor:
+    distances = x_query[:, None] - x_train[None, :]  # (n, m)
+    attn_scores = sign * distances ** 2 / (2 * bandwidth ** power)
+    if normalise:
+        attn_weights = torch.softmax(attn_scores, dim=dim)
+    else:
+        attn_weights = torch.exp(attn_scores)
+    return attn_weights @ y_train  # (n,)
+
+
+def check_nadaraya_watson(fn) -> Feedback:
+    """Check ``fn(x_query, x_train, y_train, bandwidth) -> predictions`` (Gaussian-kernel regression).
+
+    The prediction at x is Σ_i softmax_i(-(x - x_i)² / (2σ²)) · y_i, with σ the bandwidth.
+
+    Shapes:
+        fn: ((n,), (m,), (m,), float) -> (n,)
+    """
+    gen = torch.Generator().manual_seed(0)
+    x_train = torch.sort(torch.rand(12, generator=gen) * 5).values.double()
+    y_train = (2 * torch.sin(x_train) + x_train).double()
+    x_query = torch.linspace(0, 5, 7, dtype=torch.float64)
+    for bandwidth in (1.0, 0.5):
+        got, error = run_safely(fn, x_query.clone(), x_train.clone(), y_train.clone(), bandwidth)
+        if error is not None:
+            return error
+        expected = _nadaraya_watson(x_query, x_train, y_train, bandwidth)
+        bad = _as_result(got, expected, "predictions, one per query")
+        if bad is not None:
+            return bad
+        if _close(got, expected):
+            continue
+        if _close(got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, dim=0)):
+            return Feedback.wrong("Wrong axis for the softmax: your weights sum to 1 over the queries (dim=0). "
+                                  "Each query's weights must sum to 1 over the training points: softmax(..., dim=1).")
+        if _close(got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, sign=1.0)):
+            return Feedback.wrong("The score must be *minus* the squared distance: nearby training points should get "
+                                  "the largest weights, and yours give them the smallest.")
+        if _close(got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, normalise=False)):
+            return Feedback.wrong("Your weights do not sum to 1: normalise the kernel values (a softmax over the "
+                                  "training points does it), so the prediction is a weighted *average*.")
+        if bandwidth != 1.0 and (_close(got, _nadaraya_watson(x_query, x_train, y_train, 1.0))
+                                 or _close(got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, power=1))):
+            return Feedback.wrong(f"With bandwidth σ={bandwidth} your result is off: divide the squared distance by "
+                                  "2σ² (σ squared), not by 2 or by 2σ.")
+        return Feedback.wrong(f"With bandwidth {bandwidth}: expected {expected[:3].tolist()} … for the first queries, "
+                              f"got {got[:3].tolist()} …")
+    return Feedback.ok("Correct: a Gaussian kernel turned into weights by a softmax over the training points.")
+
+
+# --- 02: masked softmax ------------------------------------------------------------------------------
+
+def check_masked_softmax(fn) -> Feedback:
+    """Check ``fn(attn_scores, valid_lens) -> attn_weights``, a softmax over the keys that ignores padding.
+
+    Keys at positions ``>= valid_lens[b]`` get weight 0; a query with no valid key gets all zeros.
+
+    Shapes:
+        fn: ((B, Lq, Lk) float, (B,) int) -> (B, Lq, Lk)
+    """
+    gen = torch.Generator().manual_seed(0)
+    cases = [
+        ("three queries, padded keys", torch.randn(2, 3, 5, generator=gen), torch.tensor([2, 4])),
+        ("a sentence with no valid key", torch.randn(2, 2, 4, generator=gen), torch.tensor([0, 3])),
+        ("float16 scores as large as 1e4", (torch.randn(2, 2, 4, generator=gen) * 1e4).half(), torch.tensor([1, 4])),
+    ]
+    for name, scores, valid_lens in cases:
+        got, error = run_safely(fn, scores.clone(), valid_lens.clone())
+        if error is not None and scores.dtype == torch.float16 and "Not implemented" not in error.message:
+            return Feedback.wrong(f"Case '{name}': {error.message}. Float16 only reaches ±65504, so a fill value "
+                                  "like -1e9 does not fit: use torch.finfo(attn_scores.dtype).min.")
+        if error is not None:
+            return error
+        expected = masked_softmax(scores, valid_lens)
+        bad = _as_result(got, expected, "attention weights (same shape as the scores)")
+        if bad is not None:
+            return bad
+        atol = 1e-3 if scores.dtype == torch.float16 else 1e-5
+        if _close(got, expected, atol):
+            continue
+        allowed = valid_lens_to_mask(valid_lens, scores.shape[-1])[:, None, :].expand_as(scores)  # (B, Lq, Lk)
+        empty_rows = ~allowed.any(-1)  # (B, Lq)
+        if torch.isnan(got).any():
+            if torch.isnan(got[empty_rows]).any() and not torch.isnan(got[~empty_rows]).any():
+                return Feedback.wrong(f"Case '{name}': NaN for a query with no valid key. Filling with -inf makes the "
+                                      "softmax 0/0 there; fill with torch.finfo(dtype).min and set the weights of "
+                                      "masked keys to 0 after the softmax.")
+            return Feedback.wrong(f"Case '{name}': your weights contain NaN. In float16 a fill value like -1e9 "
+                                  "overflows to -inf: use torch.finfo(attn_scores.dtype).min.")
+        if _close(got.float(), torch.softmax(scores.float(), dim=-1) * allowed, atol):
+            return Feedback.wrong(f"Case '{name}': the mask is applied after the softmax. Zeroing weights afterwards "
+                                  "leaves rows that no longer sum to 1; mask the *scores* (a very negative fill) "
+                                  "before the softmax.")
+        column_sums = got.float().sum(dim=1)  # (B, Lk): 1 at valid keys if the softmax ran over the queries
+        valid_columns = allowed[:, 0, :]  # (B, Lk)
+        if _close(column_sums[valid_columns], torch.ones_like(column_sums[valid_columns]), atol) and \
+                not _close(got.float().sum(-1)[~empty_rows], torch.ones_like(got.float().sum(-1)[~empty_rows]), atol):
+            return Feedback.wrong(f"Case '{name}': wrong axis for the softmax. Your weights sum to 1 over the "
+                                  "queries (dim=1); each query's weights must sum to 1 over the keys: dim=-1.")
+        if empty_rows.any() and _close(got[empty_rows].float(), torch.full_like(got[empty_rows].float(),
+                                                                               1 / scores.shape[-1])):
+            return Feedback.wrong(f"Case '{name}': a query with no valid key got uniform weights 1/Lk (that is what "
+                                  "a -1e6 fill does); the library's convention is all zeros there.")
+        if got[~allowed].abs().max() > atol:
+            return Feedback.wrong(f"Case '{name}': padding positions are given weight (valid_lens={valid_lens.tolist()}). "
+                                  "Keys at positions >= valid_len must get weight exactly 0.")
+        return Feedback.wrong(f"Case '{name}': your weights differ from the expected ones, e.g. row 0 of example 0 "
+                              f"is {got[0, 0].float().tolist()}, expected {expected[0, 0].float().tolist()}.")
+    return Feedback.ok("Correct: padding gets zero weight, rows sum to 1 over valid keys, empty rows are zero, "
+                       "and float16 is safe.")
+
+
+# --- 03: scoring functions ---------------------------------------------------------------------------
+
+def check_scaled_dot_product_attention(fn) -> Feedback:
+    """Check ``fn(queries, keys, values) -> output``, softmax(Q Kᵀ / √E) V without masking.
+
+    Shapes:
+        fn: ((B, Lq, E), (B, Lk, E), (B, Lk, Dv)) -> (B, Lq, Dv)
+    """
+    gen = torch.Generator().manual_seed(0)
+    size = 16
+    queries, keys = torch.randn(2, 3, size, generator=gen), torch.randn(2, 5, size, generator=gen)
+    values = torch.randn(2, 5, 4, generator=gen)
+    got, error = run_safely(fn, queries.clone(), keys.clone(), values.clone())
+    if error is not None:
+        return error
+    expected, weights = scaled_dot_product_attention(queries, keys, values)
+    if isinstance(got, Tensor) and got.shape == weights.shape:
+        return Feedback.wrong(f"Your result has shape {tuple(got.shape)} (B, Lq, Lk): those are the weights. "
+                              "Multiply them by the values to get the output (B, Lq, Dv).")
+    bad = _as_result(got, expected, "output (B, Lq, Dv)")
+    if bad is not None:
+        return bad
+    if _close(got, expected):
+        return Feedback.ok("Correct: scores scaled by 1/√E, softmax over the keys, weighted average of the values.")
+    scores = queries @ keys.transpose(1, 2)  # (B, Lq, Lk)
+    variants = [
+        (1.0, -1, f"Missing scale: divide the scores by √E = √{size} = {math.sqrt(size):.0f} before the softmax. "
+                  "Without it the scores grow with E and the softmax saturates."),
+        (1 / size, -1, f"You divided by E = {size}; divide by √E = {math.sqrt(size):.0f}."),
+        (math.sqrt(size), -1, "You multiplied by √E; divide by it."),
+        (1 / math.sqrt(size), 1, "Wrong axis for the softmax: your weights sum to 1 over the queries (dim=1). "
+                                 "They must sum to 1 over the keys: dim=-1."),
+        (1.0, 1, "Wrong axis for the softmax (dim=1, the queries; use dim=-1) and the 1/√E scale is missing."),
+    ]
+    for scale, dim, message in variants:
+        if _close(got, torch.softmax(scores * scale, dim=dim) @ values):
+            return Feedback.wrong(message)
+    return Feedback.wrong(f"Your output differs from softmax(QKᵀ/√E)V: e.g. output[0, 0] is {got[0, 0].tolist()}, "
+                          f"expected {expected[0, 0].tolist()}.")
+
+
+def _additive(queries, keys, W_q, W_k, w_v, tanh_first=True, transposed=False):
+    q, k = queries @ W_q.T, keys @ W_k.T  # (B, Lq, Hd), (B, Lk, Hd)
+    features = q.unsqueeze(2) + k.unsqueeze(1)  # (B, Lq, Lk, Hd)
+    scores = torch.tanh(features) @ w_v if tanh_first else features @ w_v  # (B, Lq, Lk)
+    return scores.transpose(1, 2) if transposed else scores
+
+
+def check_additive_scores(fn) -> Feedback:
+    """Check ``fn(queries, keys, W_q, W_k, w_v) -> attn_scores``, the additive score w_vᵀ tanh(W_q q + W_k k).
+
+    Shapes:
+        fn: ((B, Lq, Dq), (B, Lk, Dk), (Hd, Dq), (Hd, Dk), (Hd,)) -> (B, Lq, Lk)
+    """
+    gen = torch.Generator().manual_seed(0)
+    queries, keys = torch.randn(2, 3, 5, generator=gen), torch.randn(2, 4, 6, generator=gen)
+    W_q, W_k = torch.randn(8, 5, generator=gen), torch.randn(8, 6, generator=gen)
+    w_v = torch.randn(8, generator=gen)
+    got, error = run_safely(fn, queries.clone(), keys.clone(), W_q.clone(), W_k.clone(), w_v.clone())
+    if error is not None:
+        return error
+    expected = _additive(queries, keys, W_q, W_k, w_v)
+    if isinstance(got, Tensor) and got.shape == (2, 4, 3):
+        return Feedback.wrong("Your scores have shape (B, Lk, Lq) = (2, 4, 3): queries and keys are swapped. "
+                              "Broadcast queries.unsqueeze(2) (B, Lq, 1, Hd) + keys.unsqueeze(1) (B, 1, Lk, Hd).")
+    if isinstance(got, Tensor) and got.shape == (2, 3, 4, 8):
+        return Feedback.wrong("Your result has shape (B, Lq, Lk, Hd): apply w_v to the last axis "
+                              "(features @ w_v) to get one score per query–key pair.")
+    bad = _as_result(got, expected, "scores (B, Lq, Lk)")
+    if bad is not None:
+        return bad
+    if _close(got, expected):
+        return Feedback.ok("Correct: one additive score per query–key pair, queries and keys of different sizes.")
+    if _close(got, _additive(queries, keys, W_q, W_k, w_v, tanh_first=False)):
+        return Feedback.wrong("The tanh is missing: without it the score is linear, w_vᵀW_q q + w_vᵀW_k k, and "
+                              "the query's part is the same for every key, so the softmax ignores the query.")
+    if _close(got, torch.tanh(_additive(queries, keys, W_q, W_k, w_v, tanh_first=False))):
+        return Feedback.wrong("The tanh goes inside: w_vᵀ tanh(W_q q + W_k k), not tanh(w_vᵀ(W_q q + W_k k)).")
+    if _close(got.sum(-1), torch.ones(2, 3)) and (got >= 0).all():
+        return Feedback.wrong("You returned weights (rows sum to 1); return the scores, before the softmax.")
+    return Feedback.wrong(f"Your scores differ: e.g. scores[0, 0] is {got[0, 0].tolist()}, "
+                          f"expected {expected[0, 0].tolist()}.")
+
+
+# --- 04: why a recurrent decoder cannot stack its queries ---------------------------------------------
+
+_STACK_CHOICES = {
+    "a": (False, "Memory is not the obstacle: Q Kᵀ has Lq × Lk entries, the same numbers the loop computes one row "
+                 "at a time."),
+    "b": (True, "Right: s_{t'-1} is computed from c_{t'-1} (the context enters the GRU's input), and c_{t'-1} needs "
+                "the attention of the previous step. The queries only exist one at a time, so Q cannot be stacked. "
+                "When the queries do not depend on earlier contexts (a decoder whose states are computed without "
+                "the context, or self-attention with teacher forcing) every query is known up front and one "
+                "softmax(QKᵀ)V computes all contexts."),
+    "c": (False, "The softmax works row by row, so it is happy with many queries at once; the vectorised form "
+                 "in this section does exactly that."),
+    "d": (False, "The keys are the encoder's states h_1 … h_Lk: they are fixed for the whole sentence (which is "
+                 "why a decoder can project them once)."),
+}
+
+
+def check_why_not_stack(choice) -> Feedback:
+    """Check the answer (a letter) to: why can an RNN decoder not stack its queries s_{t'-1} into Q?
+
+    Shapes:
+        choice: one of "a", "b", "c", "d"
+    """
+    if choice is None:
+        return Feedback.wrong('Not answered yet: set answer to "a", "b", "c" or "d".')
+    key = str(choice).strip().lower().strip("()")
+    if key not in _STACK_CHOICES:
+        return Feedback.wrong(f'{choice!r} is not one of the choices: answer "a", "b", "c" or "d".')
+    correct, message = _STACK_CHOICES[key]
+    return Feedback(correct, message)

@@ -1,0 +1,21 @@
+"""Shared test setup: the real corpus from ../shared when it is there (CI and these machines)."""
+import os
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data" / "fra-eng"
+if "ATTENTION_LIB_DATA" not in os.environ and (SHARED / "fra.txt").is_file():
+    os.environ["ATTENTION_LIB_DATA"] = str(SHARED)
+
+
+@pytest.fixture(scope="session")
+def small_data():
+    """The real corpus with a small training subset, for fast tests."""
+    from attention_lib import load_fra_eng
+
+    return load_fra_eng(num_steps=10, max_train=3000)

@@ -1,0 +1,194 @@
+"""The Bahdanau decoder: shapes, padding, decoding, parity with the d2l book's decoder, and learning."""
+import pytest
+import torch
+from d2l import torch as d2l
+
+from attention_lib import (BahdanauDecoder, EncoderDecoder, Seq2SeqEncoder, bleu_by_length, greedy_decode,
+                           set_seed, train_seq2seq)
+from d2l_bahdanau import Seq2SeqAttentionDecoder, copy_d2l_into_library
+
+V_SRC, V_TGT, E, HD, LAYERS = 30, 40, 8, 16, 2
+
+
+def make_model(reset_after=False, num_layers=LAYERS, **kwargs):
+    set_seed(0)
+    return EncoderDecoder(Seq2SeqEncoder(V_SRC, E, HD, num_layers),
+                          BahdanauDecoder(V_TGT, E, HD, num_layers, reset_after=reset_after, **kwargs)).eval()
+
+
+SRC = torch.tensor([[5, 6, 7, 8, 9, 2], [10, 11, 2, 0, 0, 0], [12, 2, 0, 0, 0, 0]])  # (B, Lk), 0 = <pad>
+SRC_LENS = torch.tensor([6, 3, 2])
+TGT_INPUT = torch.tensor([[1, 5, 6, 7, 8], [1, 9, 10, 2, 0], [1, 11, 12, 13, 2]])  # (B, Lq)
+
+
+@pytest.mark.parametrize("reset_after", [False, True])
+def test_shapes_and_weights_per_step(reset_after):
+    model = make_model(reset_after)
+    logits = model(SRC, SRC_LENS, TGT_INPUT)
+    assert logits.shape == (3, 5, V_TGT)
+    assert model.decoder.attention_weights.shape == (3, 5, 6)  # (B, Lq, Lk)
+
+
+def test_weights_are_zero_at_source_padding_and_sum_to_one():
+    model = make_model()
+    model(SRC, SRC_LENS, TGT_INPUT)
+    weights = model.decoder.attention_weights  # (B, Lq, Lk)
+    for i, n in enumerate(SRC_LENS.tolist()):
+        assert (weights[i, :, n:] == 0).all()
+        assert (weights[i, :, :n] > 0).all()
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3, 5))
+
+
+@pytest.mark.parametrize("reset_after", [False, True])
+def test_a_batch_decodes_as_each_sentence_alone(reset_after):
+    """Padding does not leak: each row of the batch equals the sentence decoded on its own, unpadded."""
+    model = make_model(reset_after)
+    logits = model(SRC, SRC_LENS, TGT_INPUT)
+    weights = model.decoder.attention_weights
+    for i, n in enumerate(SRC_LENS.tolist()):
+        alone = model(SRC[i:i + 1, :n], SRC_LENS[i:i + 1], TGT_INPUT[i:i + 1])
+        torch.testing.assert_close(logits[i:i + 1], alone)
+        torch.testing.assert_close(weights[i:i + 1, :, :n], model.decoder.attention_weights)
+    batch, batch_weights = greedy_decode(model, SRC, SRC_LENS, bos=1, eos=2, max_len=8)
+    for i, n in enumerate(SRC_LENS.tolist()):
+        alone, alone_weights = greedy_decode(model, SRC[i:i + 1, :n], SRC_LENS[i:i + 1], bos=1, eos=2, max_len=8)
+        assert batch[i] == alone[0]
+        for step, (b, a) in enumerate(zip(batch_weights, alone_weights)):
+            torch.testing.assert_close(b[i, :n], a[0])
+
+
+def test_greedy_decoding_stops_at_eos_and_returns_weights():
+    model = make_model()
+    with torch.no_grad():
+        model.decoder.dense.bias.zero_()
+        model.decoder.dense.bias[7] = 50.0  # word 7 first ...
+    sentences, weights = greedy_decode(model, SRC, SRC_LENS, bos=1, eos=2, max_len=10)
+    assert sentences == [[7] * 10] * 3 and len(weights) == 10 and weights[0].shape == (3, 6)
+    with torch.no_grad():
+        model.decoder.dense.bias[2] = 100.0  # ... unless <eos> wins
+    sentences, weights = greedy_decode(model, SRC, SRC_LENS, bos=1, eos=2, max_len=10)
+    assert sentences == [[], [], []] and len(weights) == 1
+
+
+def test_the_query_is_the_previous_state():
+    """Step 1 attends with the encoder's final state s_0, before the GRU has read anything."""
+    model = make_model()
+    enc_outputs, enc_state = model.encoder(SRC, SRC_LENS)
+    model.decoder(TGT_INPUT[:, :1], model.decoder.init_state((enc_outputs, enc_state), SRC_LENS))
+    attention = model.decoder.attention
+    attention(enc_state[-1].unsqueeze(1), enc_outputs, enc_outputs, SRC_LENS)
+    torch.testing.assert_close(model.decoder.attention_weights, attention.attention_weights)
+
+
+def test_precomputed_keys_change_nothing():
+    model = make_model()
+    expected = model(SRC, SRC_LENS, TGT_INPUT)
+    model.decoder.precompute_keys = False
+    torch.testing.assert_close(model(SRC, SRC_LENS, TGT_INPUT), expected)
+    state = model.decoder.init_state(model.encoder(SRC, SRC_LENS), SRC_LENS)
+    assert state.projected_keys is None
+
+
+def test_state_carries_over_between_calls():
+    """Decoding step by step (as greedy decoding does) equals decoding all steps in one call."""
+    model = make_model()
+    state = model.decoder.init_state(model.encoder(SRC, SRC_LENS), SRC_LENS)
+    all_at_once, final = model.decoder(TGT_INPUT, state)
+    steps = []
+    for t in range(TGT_INPUT.shape[1]):
+        logits, state = model.decoder(TGT_INPUT[:, t:t + 1], state)
+        steps.append(logits)
+    torch.testing.assert_close(torch.cat(steps, dim=1), all_at_once)
+    torch.testing.assert_close(state.hidden, final.hidden)
+
+
+def test_reorder_state_picks_rows():
+    model = make_model()
+    state = model.decoder.init_state(model.encoder(SRC, SRC_LENS), SRC_LENS)
+    picked = model.decoder.reorder_state(state, torch.tensor([2, 2, 0]))
+    assert picked.hidden.shape == (LAYERS, 3, HD)
+    torch.testing.assert_close(picked.hidden[:, 0], state.hidden[:, 2])
+    torch.testing.assert_close(picked.enc_outputs[2], state.enc_outputs[0])
+    assert torch.equal(picked.src_mask[1], state.src_mask[2])
+
+
+def test_bad_encoder_state_is_named():
+    model = make_model()
+    enc_outputs, enc_state = model.encoder(SRC, SRC_LENS)
+    with pytest.raises(ValueError, match=r"\(num_layers=2, B, Dh\)"):
+        model.decoder.init_state((enc_outputs, enc_state[:1]), SRC_LENS)
+    with pytest.raises(TypeError, match="tgt_input must be"):
+        model.decoder(TGT_INPUT.float(), model.decoder.init_state((enc_outputs, enc_state), SRC_LENS))
+
+
+# --------------------------------------------------------------------------- the d2l book's decoder
+
+
+def make_d2l_pair(num_layers):
+    """d2l's encoder and the book's decoder, and the library's with the same weights copied in."""
+    set_seed(0)
+    d2l_encoder = d2l.Seq2SeqEncoder(V_SRC, E, HD, num_layers)
+    d2l_decoder = Seq2SeqAttentionDecoder(V_TGT, E, HD, num_layers)
+    d2l_encoder.eval(), d2l_decoder.eval()
+    with torch.no_grad():  # materialise d2l's lazy layers
+        d2l_decoder(TGT_INPUT, d2l_decoder.init_state(d2l_encoder(SRC), SRC_LENS))
+    model = make_model(reset_after=True, num_layers=num_layers)
+    copy_d2l_into_library(d2l_encoder, d2l_decoder, model.encoder, model.decoder)
+    return d2l_encoder, d2l_decoder, model
+
+
+@pytest.mark.parametrize("num_layers", [1, 2])
+def test_matches_the_d2l_book_decoder_on_full_length_sources(num_layers):
+    """No padding: d2l's encoder (which reads padding) and the library's (which skips it) agree."""
+    d2l_encoder, d2l_decoder, model = make_d2l_pair(num_layers)
+    src = torch.randint(4, V_SRC, (3, 6))
+    lens = torch.full((3,), 6)
+    with torch.no_grad():
+        expected = d2l_decoder(TGT_INPUT, d2l_decoder.init_state(d2l_encoder(src), lens))[0]
+        got = model(src, lens, TGT_INPUT)
+    torch.testing.assert_close(got, expected)
+    expected_weights = torch.cat(d2l_decoder.attention_weights, dim=1)  # list of (B, 1, Lk)
+    torch.testing.assert_close(model.decoder.attention_weights, expected_weights)
+
+
+@pytest.mark.parametrize("num_layers", [1, 2])
+def test_matches_the_d2l_book_decoder_step_by_step_with_padding(num_layers):
+    """The same encoder states into both decoders, fed one token at a time (as in greedy decoding)."""
+    d2l_encoder, d2l_decoder, model = make_d2l_pair(num_layers)
+    with torch.no_grad():
+        enc_outputs, enc_state = model.encoder(SRC, SRC_LENS)
+        d2l_state = d2l_decoder.init_state((enc_outputs.permute(1, 0, 2), enc_state), SRC_LENS)
+        state = model.decoder.init_state((enc_outputs, enc_state), SRC_LENS)
+        for t in range(TGT_INPUT.shape[1]):
+            expected, d2l_state = d2l_decoder(TGT_INPUT[:, t:t + 1], d2l_state)
+            got, state = model.decoder(TGT_INPUT[:, t:t + 1], state)
+            torch.testing.assert_close(got, expected)
+            torch.testing.assert_close(state.hidden, d2l_state[1])
+            torch.testing.assert_close(model.decoder.attention_weights, d2l_decoder.attention_weights[0])
+
+
+def test_the_material_variant_is_a_different_function():
+    d2l_encoder, d2l_decoder, model = make_d2l_pair(2)
+    for cell in model.decoder.cells:
+        cell.reset_after = False
+    src, lens = torch.randint(4, V_SRC, (3, 6)), torch.full((3,), 6)
+    with torch.no_grad():
+        expected = d2l_decoder(TGT_INPUT, d2l_decoder.init_state(d2l_encoder(src), lens))[0]
+        assert (model(src, lens, TGT_INPUT) - expected).abs().max() > 1e-3
+
+
+# --------------------------------------------------------------------------- learning
+
+
+def test_short_training_run_learns(small_data):
+    """Regression test of learning: seeded, 3,000 real pairs, 2 epochs (about 15 s on 2 idle CPU cores)."""
+    set_seed(0)
+    data = small_data
+    model = EncoderDecoder(Seq2SeqEncoder(len(data.src_vocab), 64, 128),
+                           BahdanauDecoder(len(data.tgt_vocab), 64, 128))
+    history = train_seq2seq(model, data.loader("train", batch_size=64), num_epochs=2, pad=data.tgt_vocab.pad,
+                            lr=0.01, device=torch.device("cpu"), val_loader=data.loader("val", 256), progress=False)
+    assert history["train"][-1] < 3.2
+    assert history["val"][-1] < 2.9
+    result = bleu_by_length(model, data)  # held-out: the test split, never trained on
+    assert result["bleu"] > 2.0  # a model that has learned nothing scores ~0

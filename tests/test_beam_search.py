@@ -1,0 +1,88 @@
+"""Beam search: beam 1 is greedy, a wide beam is exhaustive search, the weights follow the chosen output."""
+import itertools
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from attention_lib import (BahdanauDecoder, EncoderDecoder, Seq2SeqDecoder, Seq2SeqEncoder, beam_search,
+                           greedy_decode, set_seed)
+
+BOS, EOS = 1, 2
+SRC = torch.tensor([[5, 6, 7, 2], [8, 2, 0, 0]])
+SRC_LENS = torch.tensor([4, 2])
+
+
+def make_model(vocab_size=12, seed=0):
+    set_seed(seed)
+    model = EncoderDecoder(Seq2SeqEncoder(10, 8, 16), BahdanauDecoder(vocab_size, 8, 16)).eval()
+    with torch.no_grad():  # sharpen the output distribution, so that beams really differ
+        model.decoder.dense.weight.mul_(8)
+    return model
+
+
+def test_beam_of_one_is_greedy():
+    model = make_model()
+    greedy, greedy_weights = greedy_decode(model, SRC, SRC_LENS, BOS, EOS, max_len=7)
+    beam, beam_weights = beam_search(model, SRC, SRC_LENS, BOS, EOS, max_len=7, beam_size=1)
+    assert beam == greedy
+    for i, row in enumerate(greedy):
+        expected = torch.stack([w[i] for w in greedy_weights])[: max(len(row), 1)]  # (T, Lk)
+        torch.testing.assert_close(beam_weights[i], expected)
+
+
+@torch.no_grad()
+def _sequence_log_prob(model, src, src_lens, tokens):
+    """log p(tokens | src) by teacher forcing."""
+    state = model.decoder.init_state(model.encoder(src, src_lens), src_lens)
+    tgt_input = torch.tensor([[BOS] + tokens[:-1]])
+    log_probs = F.log_softmax(model.decoder(tgt_input, state)[0], dim=-1)[0]  # (T, V)
+    return float(log_probs[torch.arange(len(tokens)), torch.tensor(tokens)].sum())
+
+
+@pytest.mark.parametrize("length_penalty", [0.0, 0.75])
+def test_a_wide_beam_finds_the_best_sequence(length_penalty):
+    """With a beam as wide as the number of hypotheses, beam search is exhaustive search."""
+    vocab_size, max_len = 5, 3
+    model = make_model(vocab_size, seed=3)
+    words = range(vocab_size)
+    candidates = []
+    for length in range(1, max_len + 1):
+        for prefix in itertools.product([w for w in words if w != EOS], repeat=length - 1):
+            candidates.append(list(prefix) + [EOS])  # finished
+    candidates += [list(p) for p in itertools.product([w for w in words if w != EOS], repeat=max_len)]  # cut off
+    for i in range(2):
+        src, lens = SRC[i:i + 1], SRC_LENS[i:i + 1]
+        scores = [_sequence_log_prob(model, src, lens, c) / len(c) ** length_penalty for c in candidates]
+        best = candidates[max(range(len(candidates)), key=scores.__getitem__)]
+        expected = best[:-1] if best[-1] == EOS else best
+        found, _ = beam_search(model, src, lens, BOS, EOS, max_len, beam_size=vocab_size ** max_len,
+                               length_penalty=length_penalty)
+        assert found[0] == expected
+
+
+def test_batch_equals_one_sentence_at_a_time():
+    model = make_model()
+    batch, batch_weights = beam_search(model, SRC, SRC_LENS, BOS, EOS, max_len=6, beam_size=3)
+    for i, n in enumerate(SRC_LENS.tolist()):
+        alone, alone_weights = beam_search(model, SRC[i:i + 1, :n], SRC_LENS[i:i + 1], BOS, EOS, max_len=6,
+                                           beam_size=3)
+        assert batch[i] == alone[0]
+        torch.testing.assert_close(batch_weights[i][:, :n], alone_weights[0])
+        assert (batch_weights[i][:, n:] == 0).all()
+
+
+def test_beam_search_stops_at_eos():
+    model = make_model()
+    with torch.no_grad():
+        model.decoder.dense.bias[EOS] = 1e4
+    sentences, weights = beam_search(model, SRC, SRC_LENS, BOS, EOS, max_len=6, beam_size=3)
+    assert sentences == [[], []] and weights[0].shape == (1, 4)
+
+
+def test_beam_search_needs_a_reorderable_decoder():
+    model = EncoderDecoder(Seq2SeqEncoder(10, 4, 8), Seq2SeqDecoder(10, 4, 8))
+    with pytest.raises(TypeError, match="reorder_state"):
+        beam_search(model, SRC, SRC_LENS, BOS, EOS, max_len=3)
+    with pytest.raises(ValueError, match="beam_size must be at least 1"):
+        beam_search(make_model(), SRC, SRC_LENS, BOS, EOS, max_len=3, beam_size=0)

@@ -1,0 +1,230 @@
+"""Each chapter-3 checker accepts the solution and rejects typical wrong answers with a specific message."""
+import pytest
+import torch
+from torch import nn
+
+from attention_lib import GRUCell, gru_update, masked_softmax
+from attention_lib.exercises import (check_best_hypothesis, check_context, check_decoder_step, check_gru_update,
+                                     check_stock_gru)
+
+
+def _not_implemented(*args):
+    raise NotImplementedError
+
+
+# --------------------------------------------------------------------------- check_context
+
+
+def context_solution(attn_scores, enc_outputs, src_valid_lens):
+    positions = torch.arange(attn_scores.shape[-1])  # (Lk,)
+    padding = positions[None, :] >= src_valid_lens[:, None]  # (B, Lk)
+    attn_weights = torch.softmax(attn_scores.masked_fill(padding, float("-inf")), dim=-1)  # (B, Lk)
+    context = torch.bmm(attn_weights.unsqueeze(1), enc_outputs).squeeze(1)  # (B, Dh)
+    return context, attn_weights
+
+
+def context_with(weights_fn, context_fn=None):
+    def fn(attn_scores, enc_outputs, src_valid_lens):
+        attn_weights = weights_fn(attn_scores, src_valid_lens)
+        if context_fn is not None:
+            return context_fn(attn_weights, enc_outputs), attn_weights
+        return (attn_weights.unsqueeze(-1) * enc_outputs).sum(1), attn_weights
+    return fn
+
+
+def _mask(scores, lens):
+    return scores.masked_fill(torch.arange(scores.shape[-1])[None] >= lens[:, None], -1e9)
+
+
+def context_with_library(attn_scores, enc_outputs, src_valid_lens):
+    attn_weights = masked_softmax(attn_scores.unsqueeze(1), src_valid_lens)  # (B, 1, Lk)
+    return torch.bmm(attn_weights, enc_outputs).squeeze(1), attn_weights.squeeze(1)
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (context_with(lambda s, n: torch.softmax(s, dim=-1)), "forgot to mask"),
+    (context_with(lambda s, n: torch.softmax(_mask(s, n), dim=0)), "softmax ran over the batch"),
+    (context_with(lambda s, n: torch.softmax(s, dim=-1) * (torch.arange(5)[None] < n[:, None])), "before* the softmax"),
+    (context_with(lambda s, n: torch.softmax(_mask(s, n), dim=-1), lambda w, h: h.mean(1)), "plain average"),
+    (context_with(lambda s, n: torch.softmax(_mask(s, n), dim=-1), lambda w, h: (w.unsqueeze(-1) * h).sum(2)),
+     "context must have shape"),
+    (context_with(lambda s, n: torch.softmax(_mask(s, n), dim=-1), lambda w, h: (w.unsqueeze(-1) * h).sum(1) * 2),
+     "not Σ_t α_t h_t"),
+    (lambda s, h, n: (context_solution(s, h, n)[0], context_solution(s, h, n)[1].T), "must have shape (B, Lk)"),
+    (lambda s, h, n: context_solution(s, h, n)[0], "Return a pair"),
+    (_not_implemented, "Not implemented yet"),
+])
+def test_check_context(wrong, message):
+    assert check_context(context_solution)
+    assert check_context(context_with_library)
+    feedback = check_context(wrong)
+    assert not feedback and message in feedback.message, feedback.message
+
+
+# --------------------------------------------------------------------------- check_decoder_step
+
+
+def step_solution(attend, gru, y_prev, prev_state):
+    context = attend(prev_state)  # the query is s_{t'-1}
+    return gru(y_prev, context, prev_state), context
+
+
+def step_luong(attend, gru, y_prev, prev_state):
+    new_state = gru(y_prev, torch.zeros_like(prev_state), prev_state)
+    return new_state, attend(new_state)
+
+
+def step_twice(attend, gru, y_prev, prev_state):
+    context = attend(prev_state)
+    return gru(y_prev, context, gru(y_prev, context, prev_state)), context
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (step_luong, "attended with the new state s_t'"),
+    (lambda a, g, y, s: (g(y, torch.zeros_like(s), s), a(s)), "did not read the context"),
+    (lambda a, g, y, s: (g(y, a(s), torch.zeros_like(s)), a(s)), "must update the previous state"),
+    (lambda a, g, y, s: (g(torch.zeros_like(y), a(s), s), a(s)), "must be y_prev"),
+    (lambda a, g, y, s: (g(y, torch.zeros_like(s), s), s), "never called attend"),
+    (lambda a, g, y, s: (s, a(s)), "never called gru"),
+    (lambda a, g, y, s: (a(g(y, a(s), s) * 2), s), "not prev_state"),
+    (step_twice, "one step is one GRU update"),
+    (lambda a, g, y, s: (s, step_solution(a, g, y, s)[1]), "Return the state that gru computed"),
+    (lambda a, g, y, s: (step_solution(a, g, y, s)[0], s), "Return the context"),
+    (lambda a, g, y, s: step_solution(a, g, y, s)[0], "Return a pair"),
+])
+def test_check_decoder_step(wrong, message):
+    assert check_decoder_step(step_solution)
+    feedback = check_decoder_step(wrong)
+    assert not feedback and message in feedback.message, feedback.message
+
+
+# --------------------------------------------------------------------------- check_gru_update
+
+
+def gru_solution(input_proj, state, weight_hh, bias_hh):
+    dh = state.shape[-1]
+    x_r, x_z, x_n = input_proj.split(dh, dim=-1)
+    W_r, W_z, W_n = weight_hh.split(dh)
+    b_r, b_z, b_n = bias_hh.split(dh)
+    r = torch.sigmoid(x_r + state @ W_r.T + b_r)
+    z = torch.sigmoid(x_z + state @ W_z.T + b_z)
+    candidate = torch.tanh(x_n + (r * state) @ W_n.T + b_n)
+    return z * state + (1 - z) * candidate
+
+
+def torch_cell_update(input_proj, state, weight_hh, bias_hh):
+    """PyTorch's variant: the reset gate after the product."""
+    return gru_update(input_proj, state, weight_hh, bias_hh, reset_after=True)
+
+
+def _gates(x, s, W, b):
+    r = torch.sigmoid(x[:, :4] + s @ W[:4].T + b[:4])
+    z = torch.sigmoid(x[:, 4:8] + s @ W[4:8].T + b[4:8])
+    return r, z
+
+
+def no_reset(x, s, W, b):
+    _, z = _gates(x, s, W, b)
+    return z * s + (1 - z) * torch.tanh(x[:, 8:] + s @ W[8:].T + b[8:])
+
+
+def flipped_update(x, s, W, b):
+    r, z = _gates(x, s, W, b)
+    return (1 - z) * s + z * torch.tanh(x[:, 8:] + (r * s) @ W[8:].T + b[8:])
+
+
+def swapped_gates(x, s, W, b):
+    """Reads the first Dh rows as the update gate and the next as the reset gate."""
+    z, r = _gates(x, s, W, b)
+    return z * s + (1 - z) * torch.tanh(x[:, 8:] + (r * s) @ W[8:].T + b[8:])
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (torch_cell_update, "reset gate after the matrix product"),
+    (no_reset, "reset gate r is missing"),
+    (flipped_update, "update gate is the wrong way round"),
+    (swapped_gates, "first Dh rows belong to the reset gate"),
+    (lambda x, s, W, b: gru_solution(x, s, W, b) + 0.1, "For the first example"),
+    (lambda x, s, W, b: gru_solution(x, s, W, b)[:, :2], "must have shape (B, Dh)"),
+    (lambda x, s, W, b: None, "Return the new state"),
+    (_not_implemented, "Not implemented yet"),
+])
+def test_check_gru_update(wrong, message):
+    assert check_gru_update(gru_solution)
+    feedback = check_gru_update(wrong)
+    assert not feedback and message in feedback.message, feedback.message
+
+
+# --------------------------------------------------------------------------- check_stock_gru
+
+
+def stock_gru_solution(cell):
+    gru = nn.GRU(cell.input_size + cell.context_size, cell.num_hiddens, batch_first=True)
+    with torch.no_grad():
+        gru.weight_ih_l0.copy_(cell.weight_ih)
+        gru.weight_hh_l0.copy_(cell.weight_hh)
+        gru.bias_ih_l0.copy_(cell.bias_ih)
+        gru.bias_hh_l0.copy_(cell.bias_hh)
+    return gru
+
+
+def stock_gru_d2l_order(cell):
+    gru = stock_gru_solution(cell)
+    with torch.no_grad():  # columns arranged for [c; y]
+        gru.weight_ih_l0.copy_(torch.cat([cell.weight_ih[:, cell.input_size:], cell.weight_ih[:, :cell.input_size]], 1))
+    return gru
+
+
+def stock_gru_no_bias_copy(cell):
+    gru = nn.GRU(cell.input_size + cell.context_size, cell.num_hiddens, batch_first=True)
+    with torch.no_grad():
+        gru.weight_ih_l0.copy_(cell.weight_ih)
+        gru.weight_hh_l0.copy_(cell.weight_hh)
+    return gru
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (stock_gru_d2l_order, "expect [c; y]"),
+    (stock_gru_no_bias_copy, "biases are not"),
+    (lambda cell: nn.GRU(cell.input_size, cell.num_hiddens, batch_first=True), "input_size = E + Dc"),
+    (lambda cell: nn.GRU(5, 5), "batch_first=True"),
+    (lambda cell: nn.GRU(5, 5, bias=False, batch_first=True), "bias=True"),
+    (lambda cell: nn.GRU(5, 5, batch_first=True), "weight_hh_l0 differs"),
+    (lambda cell: cell, "Return a torch.nn.GRU"),
+    (_not_implemented, "Not implemented yet"),
+])
+def test_check_stock_gru(wrong, message):
+    assert check_stock_gru(stock_gru_solution)
+    feedback = check_stock_gru(wrong)
+    assert not feedback and message in feedback.message, feedback.message
+
+
+def test_the_checked_cell_is_the_library_cell():
+    cell = GRUCell(3, 5, context_size=2, reset_after=True)
+    gru = stock_gru_solution(cell)
+    y, c, s = torch.randn(2, 3), torch.randn(2, 2), torch.randn(2, 5)
+    torch.testing.assert_close(gru(torch.cat([y, c], -1)[:, None], s[None])[0][:, 0], cell(y, s, c))
+
+
+# --------------------------------------------------------------------------- check_best_hypothesis
+
+
+def best_solution(log_probs, lengths, alpha):
+    scores = [lp / n ** alpha for lp, n in zip(log_probs, lengths)]
+    return max(range(len(scores)), key=scores.__getitem__)
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (lambda lp, n, a: max(range(len(lp)), key=lp.__getitem__), "highest raw log-probability"),
+    (lambda lp, n, a: max(range(len(lp)), key=lambda i: lp[i] / n[i]), "not by length ** alpha"),
+    (lambda lp, n, a: min(range(len(lp)), key=lambda i: lp[i] / n[i] ** a), "worst score"),
+    (lambda lp, n, a: float(best_solution(lp, n, a)), "as an int"),
+    (lambda lp, n, a: 1 if n == [1, 3, 9] else best_solution(lp, n, a),
+     "Scores are log_prob / length ** alpha"),
+    (_not_implemented, "Not implemented yet"),
+])
+def test_check_best_hypothesis(wrong, message):
+    assert check_best_hypothesis(best_solution)
+    assert check_best_hypothesis(lambda lp, n, a: torch.tensor(lp).div(torch.tensor(n).float().pow(a)).argmax())
+    feedback = check_best_hypothesis(wrong)
+    assert not feedback and message in feedback.message, feedback.message

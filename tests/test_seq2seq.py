@@ -1,0 +1,75 @@
+import pytest
+import torch
+
+from attention_lib import EncoderDecoder, Seq2SeqDecoder, Seq2SeqEncoder, greedy_decode, set_seed
+
+V_SRC, V_TGT, E, HD, LAYERS = 30, 40, 8, 16, 2
+
+
+def make_model():
+    set_seed(0)
+    return EncoderDecoder(Seq2SeqEncoder(V_SRC, E, HD, LAYERS), Seq2SeqDecoder(V_TGT, E, HD, LAYERS)).eval()
+
+
+def test_shapes():
+    model = make_model()
+    src = torch.randint(4, V_SRC, (3, 7))
+    outputs, state = model.encoder(src, torch.tensor([7, 4, 1]))
+    assert outputs.shape == (3, 7, HD) and state.shape == (LAYERS, 3, HD)
+    logits = model(src, torch.tensor([7, 4, 1]), torch.randint(4, V_TGT, (3, 5)))
+    assert logits.shape == (3, 5, V_TGT)
+
+
+def test_encoder_skips_padding():
+    """A padded sentence gets the same final state and outputs as the same sentence alone."""
+    model = make_model()
+    sentence = torch.randint(4, V_SRC, (1, 4))
+    padded = torch.cat([sentence, torch.zeros(1, 3, dtype=torch.long)], dim=1)  # pad = 0
+    out_alone, state_alone = model.encoder(sentence, torch.tensor([4]))
+    out_padded, state_padded = model.encoder(padded, torch.tensor([4]))
+    torch.testing.assert_close(state_padded, state_alone)
+    torch.testing.assert_close(out_padded[:, :4], out_alone)
+    assert (out_padded[:, 4:] == 0).all()
+
+
+def test_batch_decoding_equals_one_at_a_time():
+    model = make_model()
+    src = torch.randint(4, V_SRC, (3, 6))
+    valid_lens = torch.tensor([6, 3, 2])
+    batch, _ = greedy_decode(model, src, valid_lens, bos=1, eos=2, max_len=8)
+    for i in range(3):
+        alone, _ = greedy_decode(model, src[i:i + 1, : valid_lens[i]], valid_lens[i:i + 1], bos=1, eos=2, max_len=8)
+        assert batch[i] == alone[0]
+
+
+def test_greedy_decoding_stops_at_eos():
+    model = make_model()
+    with torch.no_grad():
+        model.decoder.dense.bias.zero_()
+        model.decoder.dense.bias[2] = 100.0  # <eos> always wins
+    sentences, weights = greedy_decode(model, torch.randint(4, V_SRC, (2, 5)), None, bos=1, eos=2, max_len=10)
+    assert sentences == [[], []]
+    assert weights == []  # this decoder keeps no attention weights
+
+
+def test_greedy_decoding_respects_max_len():
+    model = make_model()
+    with torch.no_grad():
+        model.decoder.dense.bias.zero_()
+        model.decoder.dense.bias[7] = 100.0  # never <eos>
+    sentences, _ = greedy_decode(model, torch.randint(4, V_SRC, (2, 5)), None, bos=1, eos=2, max_len=4)
+    assert sentences == [[7] * 4, [7] * 4]
+
+
+@pytest.mark.parametrize("bad, message", [
+    (torch.rand(2, 5), "src must be a \\(B, L\\) tensor of token indices"),
+    (torch.zeros(5, dtype=torch.long), "src must be a \\(B, L\\) tensor"),
+])
+def test_bad_source_is_named(bad, message):
+    with pytest.raises(TypeError, match=message):
+        make_model().encoder(bad)
+
+
+def test_bad_valid_lens_shape_is_named():
+    with pytest.raises(ValueError, match=r"src_valid_lens must have shape \(B,\)=\(2,\)"):
+        make_model().encoder(torch.zeros(2, 5, dtype=torch.long), torch.tensor([1, 2, 3]))
