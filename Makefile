@@ -44,7 +44,7 @@ serve: book
 # Every check: library tests, the site in a real browser, and every notebook re-run by nbval.
 test: book
 	$(PY) -m pytest tests chapters --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
-		--nbval-cell-timeout=900 -p no:cacheprovider -q -rs
+		--nbval-cell-timeout=1800 -p no:cacheprovider -q -rs
 
 # Library tests only (no notebooks, no browser): seconds, for the edit-test loop.
 test-fast: $(STAMP)

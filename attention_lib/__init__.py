@@ -20,7 +20,7 @@ from .bahdanau import BahdanauDecoder, BahdanauState
 from .beam_search import beam_search
 from .data import (DATA_ENV_VAR, FRA_ENG_SHA1, FRA_ENG_URL, Batch, DataUnavailableError, TranslationData, Vocab,
                    load_fra_eng, locate_fra_eng, preprocess, read_pairs, split_of, tokenize, truncate_pad)
-from .evaluation import bleu, bleu_by_length, corpus_bleu, translate
+from .evaluation import bleu, bleu_by_length, compare_bleu, corpus_bleu, translate
 from .gru import GRUCell, gru_update
 from .masking import masked_softmax, valid_lens_to_mask
 from .plotting import plot_bleu_by_length, plot_history, show_heatmaps, use_cjk_font

@@ -30,3 +30,44 @@ def test_corpus_bleu_perfect_and_zero():
 def test_corpus_bleu_rejects_length_mismatch():
     with pytest.raises(ValueError, match="2 hypotheses but 1 references"):
         corpus_bleu(["a", "b"], ["a"])
+
+
+def _systems(seed=0, n=400):
+    import random
+
+    rng = random.Random(seed)
+    vocab = "le chat est noir il elle sait pas je tu".split()
+    refs = [" ".join(rng.choices(vocab, k=6)) for _ in range(n)]
+    noise = [" ".join(rng.choices(vocab, k=6)) for _ in range(n)]
+    better = [r if rng.random() < 0.3 else h for r, h in zip(refs, noise)]
+    return refs, noise, better
+
+
+def test_compare_bleu_scores_match_corpus_bleu_and_find_a_real_gain():
+    from attention_lib import compare_bleu
+
+    refs, noise, better = _systems()
+    rows = compare_bleu({"baseline": noise, "better": better}, refs, num_samples=200)
+    assert [name for name, *_ in rows] == ["baseline", "better"]
+    (_, base, base_ci, base_p), (_, score, ci, p) = rows
+    assert base == pytest.approx(corpus_bleu(noise, refs)) and score == pytest.approx(corpus_bleu(better, refs))
+    assert base_p is None and 0 < base_ci < 5 and 0 < ci < 10
+    assert p < 0.01  # 30 % of sentences copied from the reference: a gain no resample undoes
+
+
+def test_compare_bleu_finds_no_gain_between_two_equally_noisy_systems():
+    from attention_lib import compare_bleu
+
+    refs, noise, _ = _systems()
+    _, other, _ = _systems(seed=1)  # as noisy, independently drawn
+    _, (_, _, _, p) = compare_bleu({"a": noise, "b": other}, refs, num_samples=200)
+    assert p > 0.05
+
+
+def test_compare_bleu_rejects_bad_input():
+    from attention_lib import compare_bleu
+
+    with pytest.raises(ValueError, match="baseline and at least one other"):
+        compare_bleu({"only": ["a"]}, ["a"])
+    with pytest.raises(ValueError, match="'b' has 1 hypotheses but there are 2 references"):
+        compare_bleu({"a": ["x", "y"], "b": ["x"]}, ["x", "y"])

@@ -57,6 +57,9 @@ SEARCH_CASES = [
     ("broadcastable", "book/notation"),
     ("Tatoeba", "book/intro"),
     ("bottleneck", "chapters/01_seq2seq/index"),
+    ("Nadaraya", "chapters/02_attention/01_queries_keys_values"),
+    ("cuDNN", "chapters/03_bahdanau/01_attention_decoder"),
+    ("bootstrap", "chapters/03_bahdanau/02_training_and_results"),
 ]
 
 # Run in the page: what the load produced, once scripts have settled.
