@@ -80,7 +80,12 @@ def train_seq2seq(model: nn.Module, loader, num_epochs: int, pad: int, lr: float
     history: dict[str, list[float]] = {"train": []}
     if val_loader is not None:
         history["val"] = []
-    bar = tqdm(total=num_epochs * len(loader), desc="training", unit="batch", disable=not progress)
+    # At most about 100 refreshes per bar, however long the run: each refresh of the bar in Jupyter is
+    # a few kernel messages, and a runner that reads them only after a long cell (nbval) loses some
+    # when thousands pile up.
+    total_batches = num_epochs * len(loader)
+    bar = tqdm(total=total_batches, desc="training", unit="batch", disable=not progress,
+               miniters=max(1, total_batches // 100))
     for epoch in range(num_epochs):
         model.train()
         total, tokens = 0.0, 0
@@ -97,7 +102,7 @@ def train_seq2seq(model: nn.Module, loader, num_epochs: int, pad: int, lr: float
             n = int((tgt_output != pad).sum())
             total, tokens = total + loss.item() * n, tokens + n
             bar.update(1)
-            bar.set_postfix(epoch=epoch + 1, loss=f"{total / tokens:.3f}")
+            bar.set_postfix(epoch=epoch + 1, loss=f"{total / tokens:.3f}", refresh=False)  # shown at the next refresh
         history["train"].append(total / tokens)
         if val_loader is not None:
             history["val"].append(evaluate_loss(model, val_loader, pad, device))

@@ -53,3 +53,29 @@ def test_short_training_run_learns(small_data):
     result = bleu_by_length(model, data)
     assert result["bleu"] > 1.0  # a model that has learned nothing scores ~0
     assert sum(n for _, n, _ in result["by_length"]) == len(data.pairs["test"])
+
+
+def test_progress_bar_refreshes_about_a_hundred_times_however_many_batches(capsys, monkeypatch):
+    """Each refresh of a Jupyter progress bar is a few kernel messages; thousands of them in one long
+    cell make nbval lose messages ("Timeout ... waiting for output"). A bar over 1,000 batches must
+    refresh about 100 times, not once per batch."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from attention_lib import training
+
+    set_seed(0)
+    src = torch.randint(4, 9, (1000, 3))
+    lens = torch.full((1000,), 3)
+    loader = DataLoader(TensorDataset(src, lens, src, src, lens), batch_size=1)
+    model = EncoderDecoder(Seq2SeqEncoder(9, 2, 2), Seq2SeqDecoder(9, 2, 2))
+    refreshes = []
+    original = training.tqdm.refresh
+
+    def counting_refresh(self, *args, **kwargs):
+        refreshes.append(self.n)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(training.tqdm, "refresh", counting_refresh)
+    train_seq2seq(model, loader, num_epochs=1, pad=0, device=torch.device("cpu"))
+    assert 0 < len(refreshes) <= 110, f"{len(refreshes)} refreshes for 1,000 batches"
+    assert "1000/1000" in capsys.readouterr().err  # the bar still ends complete
