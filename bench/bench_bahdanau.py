@@ -12,6 +12,13 @@ grows with the sequence length (random tokens): the library projects the keys on
 d2l's at every step, so the saving grows with L_q * L_k while the shared work grows with L_q. The d2l book's decoder is
 assembled from the d2l package's classes in ``tests/d2l_bahdanau.py``.
 
+Next to each time ratio it prints the ratio of floating-point operations per training step
+(forward and backward, counted by ``torch.utils.flop_counter``): the work d2l does and the library
+does not (the per-step key projection; on real data also the source padding, which the library's
+encoder skips). Matrix products dominate both, so the time ratio follows the FLOP ratio: the
+encoder, the GRU steps and the output layer over the vocabulary are work both must do, and they
+cap what skipping the key projection can gain at these sizes.
+
     python bench/bench_bahdanau.py            # about 5 minutes on 2 idle CPU cores
     python bench/bench_bahdanau.py --epochs 1 # quicker, BLEU still low
 """
@@ -26,6 +33,7 @@ from pathlib import Path
 
 import torch
 from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -60,6 +68,15 @@ def train_step(model, optimizer, batch, pad):
     return loss.item()
 
 
+def training_flops(model, batch, pad):
+    """Floating-point operations of one training step, forward and backward, as PyTorch counts them."""
+    src, src_valid_lens, tgt_input, tgt_output, _ = batch
+    with FlopCounterMode(display=False) as counter:
+        sequence_loss(model(src, src_valid_lens, tgt_input), tgt_output, pad).backward()
+    model.zero_grad(set_to_none=True)
+    return counter.get_total_flops()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--epochs", type=int, default=3)
@@ -79,6 +96,8 @@ def main(argv=None):
     for name, model in models.items():
         print(f"  {name:>9}: {sum(p.numel() for p in model.parameters()):,} parameters")
 
+    first = next(iter(loader))
+    flops = {name: training_flops(model, first, pad) for name, model in models.items()}
     seconds = {name: 0.0 for name in models}
     losses = {name: [] for name in models}
     pairs = 0
@@ -114,6 +133,8 @@ def main(argv=None):
           f"{train_rate['library'] / train_rate['d2l book']:>6.2f}x")
     print(f"{'greedy decoding, sentences/s':>28} {decode_rate['library']:>10.0f} {decode_rate['d2l book']:>10.0f} "
           f"{decode_rate['library'] / decode_rate['d2l book']:>6.2f}x")
+    print(f"{'GFLOP per training step':>28} {flops['library'] / 1e9:>10.2f} {flops['d2l book'] / 1e9:>10.2f} "
+          f"{flops['d2l book'] / flops['library']:>6.2f}x  (what the training ratio tracks)")
     print(f"{'test corpus BLEU':>28} {results['library']['bleu']:>10.1f} {results['d2l book']['bleu']:>10.1f}")
     print(f"\n{'':>28} {'library':>10} {'d2l book':>10}")
     print(f"{'training time, s':>28} {seconds['library']:>10.0f} {seconds['d2l book']:>10.0f}")
@@ -123,15 +144,15 @@ def main(argv=None):
         print(f"{label:>8} {count:>6} {ours:>8.1f} {theirs:>9.1f}")
 
     print("\nTraining throughput against sequence length (random tokens, the same sizes otherwise):")
-    print(f"{'num_steps':>10} {'library':>10} {'d2l book':>10} {'ratio':>7}   (pairs/s)")
+    print(f"{'num_steps':>10} {'library':>10} {'d2l book':>10} {'ratio':>7} {'FLOP ratio':>11}   (pairs/s)")
     for num_steps in args.lengths:
-        rates = length_scaling(data, num_steps, num_batches=5)
+        rates, flops = length_scaling(data, num_steps, num_batches=5)
         print(f"{num_steps:>10} {rates['library']:>10.0f} {rates['d2l book']:>10.0f} "
-              f"{rates['library'] / rates['d2l book']:>6.2f}x", flush=True)
+              f"{rates['library'] / rates['d2l book']:>6.2f}x {flops['d2l book'] / flops['library']:>10.2f}x", flush=True)
 
 
 def length_scaling(data, num_steps, num_batches):
-    """Training throughput of fresh models on random sentences of ``num_steps`` tokens."""
+    """Training throughput and FLOPs per step of fresh models on random sentences of ``num_steps`` tokens."""
     generator = torch.Generator().manual_seed(0)
     batches = []
     for _ in range(num_batches + 1):
@@ -140,6 +161,7 @@ def length_scaling(data, num_steps, num_batches):
         lens = torch.full((BATCH_SIZE,), num_steps)
         batches.append((src, lens, tgt, tgt, lens))
     models = make_models(data)
+    flops = {name: training_flops(model, batches[0], data.tgt_vocab.pad) for name, model in models.items()}
     optimizers = {name: torch.optim.Adam(m.parameters(), lr=LR) for name, m in models.items()}
     seconds = {name: 0.0 for name in models}
     for i, batch in enumerate(batches):
@@ -148,7 +170,7 @@ def length_scaling(data, num_steps, num_batches):
             train_step(model, optimizers[name], batch, data.tgt_vocab.pad)
             if i > 0:  # the first batch warms up
                 seconds[name] += time.perf_counter() - began
-    return {name: num_batches * BATCH_SIZE / seconds[name] for name in models}
+    return {name: num_batches * BATCH_SIZE / seconds[name] for name in models}, flops
 
 
 if __name__ == "__main__":
