@@ -4,6 +4,9 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
+import torch
+from torch import Tensor
+
 
 @dataclass(frozen=True)
 class Feedback:
@@ -52,3 +55,12 @@ def run_safely(fn, *args):
         return None, Feedback.wrong("Not implemented yet: replace the `raise NotImplementedError` with your code.")
     except Exception as exc:  # noqa: BLE001 - any error in the reader's code becomes feedback
         return None, Feedback.wrong(f"Your function raised {type(exc).__name__}: {exc}")
+
+
+def close(got, expected: Tensor, atol: float = 1e-5) -> bool:
+    """True if ``got`` is a tensor of ``expected``'s shape and the same values up to rounding.
+
+    Compared in float64, so a reader's float32 or float16 answer is judged on its values alone.
+    """
+    return isinstance(got, Tensor) and got.shape == expected.shape and bool(
+        torch.allclose(got.double(), expected.double(), atol=atol, rtol=1e-4))

@@ -15,15 +15,10 @@ from torch import Tensor
 
 from ..attention import scaled_dot_product_attention
 from ..masking import masked_softmax, valid_lens_to_mask
-from ._feedback import Feedback, run_safely
+from ._feedback import Feedback, close, run_safely
 
 __all__ = ["check_nadaraya_watson", "check_masked_softmax", "check_scaled_dot_product_attention",
            "check_additive_scores", "check_why_not_stack"]
-
-
-def _close(a, b, atol: float = 1e-5) -> bool:
-    return isinstance(a, Tensor) and a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), atol=atol,
-                                                                              rtol=1e-4, equal_nan=False))
 
 
 def _as_result(got, expected: Tensor, what: str) -> Feedback | None:
@@ -71,19 +66,19 @@ def check_nadaraya_watson(fn) -> Feedback:
         bad = _as_result(got, expected, "predictions, one per query")
         if bad is not None:
             return bad
-        if _close(got, expected):
+        if close(got, expected):
             continue
-        if _close(got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, dim=0)):
+        if close(got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, dim=0)):
             return Feedback.wrong("Wrong axis for the softmax: your weights sum to 1 over the queries (dim=0). "
                                   "Each query's weights must sum to 1 over the training points: softmax(..., dim=1).")
-        if _close(got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, sign=1.0)):
+        if close(got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, sign=1.0)):
             return Feedback.wrong("The score must be *minus* the squared distance: nearby training points should get "
                                   "the largest weights, and yours give them the smallest.")
-        if _close(got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, normalise=False)):
+        if close(got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, normalise=False)):
             return Feedback.wrong("Your weights do not sum to 1: normalise the kernel values (a softmax over the "
                                   "training points does it), so the prediction is a weighted *average*.")
-        if bandwidth != 1.0 and (_close(got, _nadaraya_watson(x_query, x_train, y_train, 1.0))
-                                 or _close(got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, power=1))):
+        if bandwidth != 1.0 and (close(got, _nadaraya_watson(x_query, x_train, y_train, 1.0))
+                                 or close(got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, power=1))):
             return Feedback.wrong(f"With bandwidth σ={bandwidth} your result is off: divide the squared distance by "
                                   "2σ² (σ squared), not by 2 or by 2σ.")
         return Feedback.wrong(f"With bandwidth {bandwidth}: expected {expected[:3].tolist()} … for the first queries, "
@@ -119,7 +114,7 @@ def check_masked_softmax(fn) -> Feedback:
         if bad is not None:
             return bad
         atol = 1e-3 if scores.dtype == torch.float16 else 1e-5
-        if _close(got, expected, atol):
+        if close(got, expected, atol):
             continue
         allowed = valid_lens_to_mask(valid_lens, scores.shape[-1])[:, None, :].expand_as(scores)  # (B, Lq, Lk)
         empty_rows = ~allowed.any(-1)  # (B, Lq)
@@ -130,17 +125,17 @@ def check_masked_softmax(fn) -> Feedback:
                                       "masked keys to 0 after the softmax.")
             return Feedback.wrong(f"Case '{name}': your weights contain NaN. In float16 a fill value like -1e9 "
                                   "overflows to -inf: use torch.finfo(attn_scores.dtype).min.")
-        if _close(got.float(), torch.softmax(scores.float(), dim=-1) * allowed, atol):
+        if close(got.float(), torch.softmax(scores.float(), dim=-1) * allowed, atol):
             return Feedback.wrong(f"Case '{name}': the mask is applied after the softmax. Zeroing weights afterwards "
                                   "leaves rows that no longer sum to 1; mask the *scores* (a very negative fill) "
                                   "before the softmax.")
         column_sums = got.float().sum(dim=1)  # (B, Lk): 1 at valid keys if the softmax ran over the queries
         valid_columns = allowed[:, 0, :]  # (B, Lk)
-        if _close(column_sums[valid_columns], torch.ones_like(column_sums[valid_columns]), atol) and \
-                not _close(got.float().sum(-1)[~empty_rows], torch.ones_like(got.float().sum(-1)[~empty_rows]), atol):
+        if close(column_sums[valid_columns], torch.ones_like(column_sums[valid_columns]), atol) and \
+                not close(got.float().sum(-1)[~empty_rows], torch.ones_like(got.float().sum(-1)[~empty_rows]), atol):
             return Feedback.wrong(f"Case '{name}': wrong axis for the softmax. Your weights sum to 1 over the "
                                   "queries (dim=1); each query's weights must sum to 1 over the keys: dim=-1.")
-        if empty_rows.any() and _close(got[empty_rows].float(), torch.full_like(got[empty_rows].float(),
+        if empty_rows.any() and close(got[empty_rows].float(), torch.full_like(got[empty_rows].float(),
                                                                                1 / scores.shape[-1])):
             return Feedback.wrong(f"Case '{name}': a query with no valid key got uniform weights 1/Lk (that is what "
                                   "a -1e6 fill does); the library's convention is all zeros there.")
@@ -175,7 +170,7 @@ def check_scaled_dot_product_attention(fn) -> Feedback:
     bad = _as_result(got, expected, "output (B, Lq, Dv)")
     if bad is not None:
         return bad
-    if _close(got, expected):
+    if close(got, expected):
         return Feedback.ok("Correct: scores scaled by 1/√E, softmax over the keys, weighted average of the values.")
     scores = queries @ keys.transpose(1, 2)  # (B, Lq, Lk)
     variants = [
@@ -188,7 +183,7 @@ def check_scaled_dot_product_attention(fn) -> Feedback:
         (1.0, 1, "Wrong axis for the softmax (dim=1, the queries; use dim=-1) and the 1/√E scale is missing."),
     ]
     for scale, dim, message in variants:
-        if _close(got, torch.softmax(scores * scale, dim=dim) @ values):
+        if close(got, torch.softmax(scores * scale, dim=dim) @ values):
             return Feedback.wrong(message)
     return Feedback.wrong(f"Your output differs from softmax(QKᵀ/√E)V: e.g. output[0, 0] is {got[0, 0].tolist()}, "
                           f"expected {expected[0, 0].tolist()}.")
@@ -224,14 +219,14 @@ def check_additive_scores(fn) -> Feedback:
     bad = _as_result(got, expected, "scores (B, Lq, Lk)")
     if bad is not None:
         return bad
-    if _close(got, expected):
+    if close(got, expected):
         return Feedback.ok("Correct: one additive score per query–key pair, queries and keys of different sizes.")
-    if _close(got, _additive(queries, keys, W_q, W_k, w_v, tanh_first=False)):
+    if close(got, _additive(queries, keys, W_q, W_k, w_v, tanh_first=False)):
         return Feedback.wrong("The tanh is missing: without it the score is linear, w_vᵀW_q q + w_vᵀW_k k, and "
                               "the query's part is the same for every key, so the softmax ignores the query.")
-    if _close(got, torch.tanh(_additive(queries, keys, W_q, W_k, w_v, tanh_first=False))):
+    if close(got, torch.tanh(_additive(queries, keys, W_q, W_k, w_v, tanh_first=False))):
         return Feedback.wrong("The tanh goes inside: w_vᵀ tanh(W_q q + W_k k), not tanh(w_vᵀ(W_q q + W_k k)).")
-    if _close(got.sum(-1), torch.ones(2, 3)) and (got >= 0).all():
+    if close(got.sum(-1), torch.ones(2, 3)) and (got >= 0).all():
         return Feedback.wrong("You returned weights (rows sum to 1); return the scores, before the softmax.")
     return Feedback.wrong(f"Your scores differ: e.g. scores[0, 0] is {got[0, 0].tolist()}, "
                           f"expected {expected[0, 0].tolist()}.")

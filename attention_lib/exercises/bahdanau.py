@@ -13,13 +13,9 @@ from torch import Tensor, nn
 
 from ..gru import GRUCell, gru_update
 from ..masking import masked_softmax
-from ._feedback import Feedback, run_safely
+from ._feedback import Feedback, close, run_safely
 
 __all__ = ["check_context", "check_decoder_step", "check_gru_update", "check_stock_gru", "check_best_hypothesis"]
-
-
-def _close(a, b) -> bool:
-    return isinstance(a, Tensor) and a.shape == b.shape and torch.allclose(a.float(), b.float(), atol=1e-5, rtol=1e-4)
 
 
 def _as_tensor(x):
@@ -55,12 +51,12 @@ def check_context(fn) -> Feedback:
     if attn_weights.shape != (3, 5):
         return Feedback.wrong(f"attn_weights must have shape (B, Lk) = (3, 5), one weight per source position; "
                               f"got {tuple(attn_weights.shape)}.")
-    if not _close(attn_weights, expected_weights):
-        if _close(attn_weights, torch.softmax(attn_scores, dim=0)) or \
+    if not close(attn_weights, expected_weights):
+        if close(attn_weights, torch.softmax(attn_scores, dim=0)) or \
                 torch.allclose(attn_weights.sum(dim=0), torch.ones(5), atol=1e-4):
             return Feedback.wrong("Your weights sum to 1 down each column: the softmax ran over the batch (dim=0). "
                                   "Each sentence's weights must sum to 1 over its source positions (dim=-1).")
-        if _close(attn_weights, torch.softmax(attn_scores, dim=-1)):
+        if close(attn_weights, torch.softmax(attn_scores, dim=-1)):
             return Feedback.wrong("The weights at source padding are not zero: you forgot to mask. Positions at or "
                                   "after src_valid_lens must get weight 0 (fill their scores with a very negative "
                                   "number before the softmax, or use masked_softmax).")
@@ -73,8 +69,8 @@ def check_context(fn) -> Feedback:
     if context.shape != (3, 4):
         return Feedback.wrong(f"context must have shape (B, Dh) = (3, 4): a weighted sum over the source positions; "
                               f"got {tuple(context.shape)}.")
-    if not _close(context, expected_context):
-        if _close(context, enc_outputs.mean(dim=1)):
+    if not close(context, expected_context):
+        if close(context, enc_outputs.mean(dim=1)):
             return Feedback.wrong("Your context is the plain average of the encoder states: weight them by "
                                   "attn_weights.")
         return Feedback.wrong("The weights are right but the context is not Σ_t α_t h_t: multiply each encoder "
@@ -199,7 +195,7 @@ def check_gru_update(fn) -> Feedback:
     expected = gru_update(input_proj, state, weight_hh, bias_hh, reset_after=False)
     if got.shape != expected.shape:
         return Feedback.wrong(f"The new state must have shape (B, Dh) = {tuple(expected.shape)}, got {tuple(got.shape)}.")
-    if _close(got, expected):
+    if close(got, expected):
         return Feedback.ok("Correct: s̃ = tanh(W_x x + W_ss (r ⊙ s) + b), the reset gate before the product.")
     mistakes = [
         ({"reset": "after"}, "You applied the reset gate after the matrix product, r ⊙ (W_ss s + b): that is "
@@ -211,7 +207,7 @@ def check_gru_update(fn) -> Feedback:
                            "(order r, z, s̃, as in torch.nn.GRU)."),
     ]
     for switch, message in mistakes:
-        if _close(got, _gru_variant(input_proj, state, weight_hh, bias_hh, **switch)):
+        if close(got, _gru_variant(input_proj, state, weight_hh, bias_hh, **switch)):
             return Feedback.wrong(message)
     return Feedback.wrong(f"For the first example expected {expected[0].tolist()}, got {got[0].tolist()}.")
 
