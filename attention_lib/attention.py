@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .masking import _combine_masks, masked_softmax
+from .masking import _combine_masks, _zero_rows_without_keys, masked_softmax
 
 __all__ = [
     "dot_product_scores",
@@ -212,9 +212,7 @@ def scaled_dot_product_attention(queries: Tensor, keys: Tensor, values: Tensor,
     output = F.scaled_dot_product_attention(queries, keys, values, attn_mask=allowed, dropout_p=dropout_p,
                                             scale=_resolve_scale(scale, queries.shape[-1]))  # (B, Lq, Dv)
     if allowed is not None:  # the library's rule for a query with no key: zeros, never NaN
-        row_has_key = allowed.any(dim=-1, keepdim=True)  # (B, Lq or 1, 1)
-        if output.device.type != "cpu" or not bool(row_has_key.all()):  # as in masked_softmax
-            output = torch.where(row_has_key, output, 0.0)
+        output = _zero_rows_without_keys(output, allowed)  # (B, Lq, Dv)
     return output, None
 
 

@@ -103,9 +103,18 @@ def masked_softmax(attn_scores: Tensor, valid_lens: Tensor | None = None, mask: 
     filled = torch.where(allowed, attn_scores, lowest)  # (..., Lq, Lk)
     attn_weights = torch.softmax(filled, dim=-1)  # (..., Lq, Lk)
     # In a row with an allowed key, exp(lowest - max) underflows to exactly 0 at every masked key.
-    # A fully masked row came out uniform: zero it. On the CPU, skip that pass when no row needs it
-    # (elsewhere the check would cost a host-device sync, so the pass always runs).
+    # A fully masked row came out uniform: zero it.
+    return _zero_rows_without_keys(attn_weights, allowed)
+
+
+def _zero_rows_without_keys(rows: Tensor, allowed: Tensor) -> Tensor:
+    """The library's rule for a query with no key to attend to: its row is zeros, never NaN.
+
+    ``rows`` holds one row per query (weights (..., Lq, Lk) or outputs (..., Lq, Dv)); ``allowed`` is
+    the boolean mask (..., Lq or 1, Lk). On the CPU the pass is skipped when every row has a key
+    (elsewhere that check would cost a host-device sync, so the pass always runs).
+    """
     row_has_key = allowed.any(dim=-1, keepdim=True)  # (..., Lq or 1, 1)
-    if attn_weights.device.type != "cpu" or not bool(row_has_key.all()):
-        attn_weights = torch.where(row_has_key, attn_weights, 0.0)
-    return attn_weights
+    if rows.device.type != "cpu" or not bool(row_has_key.all()):
+        rows = torch.where(row_has_key, rows, 0.0)
+    return rows
