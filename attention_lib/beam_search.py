@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-from .seq2seq import _check_tokens
+from .seq2seq import _cut_at_eos, _start_decoding
 
 __all__ = ["beam_search"]
 
@@ -38,19 +38,14 @@ def beam_search(model, src: Tensor, src_valid_lens: Tensor | None, bos: int, eos
 
     Taught in ``chapters/03_bahdanau/02_training_and_results.ipynb``.
     """
-    _check_tokens("src", src)
     if beam_size < 1:
         raise ValueError(f"beam_size must be at least 1, got {beam_size}")
     decoder = model.decoder
     if not hasattr(decoder, "reorder_state"):
         raise TypeError(f"beam search needs a decoder with reorder_state(state, index); "
                         f"{type(decoder).__name__} has none")
-    model.eval()
-    device = next(model.parameters()).device
-    src = src.to(device)
-    src_valid_lens = None if src_valid_lens is None else src_valid_lens.to(device)
+    state, device = _start_decoding(model, src, src_valid_lens)
     batch_size, k = src.shape[0], beam_size
-    state = decoder.init_state(model.encoder(src, src_valid_lens), src_valid_lens)
     rows = torch.arange(batch_size, device=device)
     state = decoder.reorder_state(state, rows.repeat_interleave(k))  # B*k rows, sentence-major
     # Only the first copy of each sentence is live at the start, so the k beams do not coincide.
@@ -92,8 +87,7 @@ def beam_search(model, src: Tensor, src_valid_lens: Tensor | None, bos: int, eos
     best = normalised.argmax(dim=1)  # (B,)
     sentences, attention = [], []
     for i in range(batch_size):
-        row = history[i, best[i]].tolist()
-        row = row[: row.index(eos)] if eos in row else row
+        row = _cut_at_eos(history[i, best[i]].tolist(), eos)
         sentences.append(row)
         if weights is not None:
             attention.append(weights[i, best[i], : max(len(row), 1)].cpu())  # (T, Lk)

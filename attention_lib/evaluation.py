@@ -19,6 +19,7 @@ from typing import Sequence
 import sacrebleu
 import torch
 
+from .beam_search import beam_search
 from .data import TranslationData
 from .seq2seq import greedy_decode
 
@@ -99,26 +100,32 @@ def compare_bleu(systems: dict[str, Sequence[str]], references: Sequence[str],
 
 
 def translate(model, data: TranslationData, sentences: Sequence[str], max_len: int | None = None,
-              batch_size: int = 256) -> tuple[list[str], list[torch.Tensor]]:
-    """Greedy translations of raw English sentences, as space-separated French tokens.
+              batch_size: int = 256, beam_size: int = 1) -> tuple[list[str], list[torch.Tensor]]:
+    """Translations of raw English sentences, as space-separated French tokens.
 
+    ``beam_size=1`` decodes greedily (:func:`~attention_lib.seq2seq.greedy_decode`); a larger beam
+    uses :func:`~attention_lib.beam_search.beam_search` (its decoder must have ``reorder_state``).
     Also returns, per sentence, its attention weights (steps, Lk) when the decoder keeps them.
 
     Shapes:
         sentences: N strings; returns: N strings, N tensors of (T, Lk) (or an empty list)
 
-    Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
+    Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb`` (beam search in
+    ``chapters/03_bahdanau/02_training_and_results.ipynb``).
     """
     max_len = max_len or data.num_steps + 2
     vocab = data.tgt_vocab
     out, attention = [], []
     for start in range(0, len(sentences), batch_size):
         src, src_valid_lens = data.encode_source(sentences[start:start + batch_size])
-        indices, weights = greedy_decode(model, src, src_valid_lens, vocab.bos, vocab.eos, max_len)
+        if beam_size == 1:
+            indices, steps = greedy_decode(model, src, src_valid_lens, vocab.bos, vocab.eos, max_len)
+            stacked = torch.stack(steps, dim=1) if steps else None  # (B, T, Lk)
+            weights = [] if stacked is None else [stacked[i, : max(len(row), 1)] for i, row in enumerate(indices)]
+        else:
+            indices, weights = beam_search(model, src, src_valid_lens, vocab.bos, vocab.eos, max_len, beam_size)
         out.extend(" ".join(vocab.to_tokens(row)) for row in indices)
-        if weights:
-            stacked = torch.stack(weights, dim=1)  # (B, T, Lk)
-            attention.extend(stacked[i, : max(len(row), 1)] for i, row in enumerate(indices))
+        attention.extend(weights)
     return out, attention
 
 

@@ -128,12 +128,7 @@ def greedy_decode(model: EncoderDecoder, src: Tensor, src_valid_lens: Tensor | N
 
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
     """
-    _check_tokens("src", src)
-    model.eval()
-    device = next(model.parameters()).device
-    src = src.to(device)
-    src_valid_lens = None if src_valid_lens is None else src_valid_lens.to(device)
-    state = model.decoder.init_state(model.encoder(src, src_valid_lens), src_valid_lens)
+    state, device = _start_decoding(model, src, src_valid_lens)
     batch_size = src.shape[0]
     token = torch.full((batch_size, 1), bos, dtype=torch.long, device=device)  # (B, 1)
     finished = torch.zeros(batch_size, dtype=torch.bool, device=device)
@@ -149,5 +144,20 @@ def greedy_decode(model: EncoderDecoder, src: Tensor, src_valid_lens: Tensor | N
         if bool(finished.all()):
             break
     steps = torch.stack(outputs, dim=1).tolist()  # (B, T)
-    sentences = [row[: row.index(eos)] if eos in row else row for row in steps]
-    return sentences, weights
+    return [_cut_at_eos(row, eos) for row in steps], weights
+
+
+def _start_decoding(model: EncoderDecoder, src: Tensor, src_valid_lens: Tensor | None):
+    """What every decoding loop does first: check the tokens, switch to eval mode, move the batch to
+    the model's device and encode it. Returns the decoder's initial state and the device."""
+    _check_tokens("src", src)
+    model.eval()
+    device = next(model.parameters()).device
+    src = src.to(device)
+    src_valid_lens = None if src_valid_lens is None else src_valid_lens.to(device)
+    return model.decoder.init_state(model.encoder(src, src_valid_lens), src_valid_lens), device
+
+
+def _cut_at_eos(indices: list[int], eos: int) -> list[int]:
+    """The output proper: the indices before the first ``<eos>`` (all of them if there is none)."""
+    return indices[: indices.index(eos)] if eos in indices else indices

@@ -6,7 +6,7 @@ import torch
 from torch.nn import functional as F
 
 from attention_lib import (BahdanauDecoder, EncoderDecoder, Seq2SeqDecoder, Seq2SeqEncoder, beam_search,
-                           greedy_decode, set_seed)
+                           greedy_decode, set_seed, translate)
 
 BOS, EOS = 1, 2
 SRC = torch.tensor([[5, 6, 7, 2], [8, 2, 0, 0]])
@@ -86,3 +86,22 @@ def test_beam_search_needs_a_reorderable_decoder():
         beam_search(model, SRC, SRC_LENS, BOS, EOS, max_len=3)
     with pytest.raises(ValueError, match="beam_size must be at least 1"):
         beam_search(make_model(), SRC, SRC_LENS, BOS, EOS, max_len=3, beam_size=0)
+
+
+def test_translate_with_a_beam_is_beam_search_on_the_encoded_sentences(small_data):
+    set_seed(0)
+    model = EncoderDecoder(Seq2SeqEncoder(len(small_data.src_vocab), 8, 16),
+                           BahdanauDecoder(len(small_data.tgt_vocab), 8, 16))
+    with torch.no_grad():
+        model.decoder.dense.weight.mul_(8)
+    sentences = [english for english, _ in small_data.raw["test"][:5]]
+    vocab = small_data.tgt_vocab
+    translations, weights = translate(model, small_data, sentences, beam_size=3, batch_size=2)
+    src, lens = small_data.encode_source(sentences)
+    expected, expected_weights = beam_search(model, src, lens, vocab.bos, vocab.eos, small_data.num_steps + 2,
+                                             beam_size=3)
+    assert translations == [" ".join(vocab.to_tokens(row)) for row in expected]
+    assert translations != translate(model, small_data, sentences)[0]  # the beam changed something
+    assert len(weights) == len(sentences)
+    for got, want in zip(weights, expected_weights):
+        torch.testing.assert_close(got, want)
