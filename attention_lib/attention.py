@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ._checks import describe
 from .masking import _combine_masks, _zero_rows_without_keys, masked_softmax
 
 __all__ = [
@@ -53,7 +54,7 @@ def _shape(t: Tensor) -> tuple:
 
 def _check_tensor(name: str, t) -> None:
     if not isinstance(t, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        raise TypeError(f"{name} must be a torch.Tensor, got {describe(t)}")
     if not t.dtype.is_floating_point:
         raise TypeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
     if t.dim() < 3:
@@ -90,6 +91,16 @@ def _check_kv(keys: Tensor, values: Tensor) -> None:
         raise ValueError(f"keys and values must come in pairs: keys have Lk={keys.shape[-2]} "
                          f"(shape {_shape(keys)}), so values must have shape (B, {keys.shape[-2]}, Dv), "
                          f"got {_shape(values)}")
+
+
+def _check_values_for_scores(attn_scores: Tensor, values: Tensor) -> None:
+    if not isinstance(values, Tensor):
+        raise TypeError(f"values must be a torch.Tensor, got {describe(values)}")
+    if isinstance(attn_scores, Tensor) and attn_scores.dim() >= 2 and (
+            values.dim() != attn_scores.dim() or values.shape[:-2] != attn_scores.shape[:-2]
+            or values.shape[-2] != attn_scores.shape[-1]):
+        raise ValueError(f"values must have shape {_shape(attn_scores)[:-2] + (attn_scores.shape[-1],)} + (Dv,) "
+                         f"to match scores of shape {_shape(attn_scores)} (B, Lq, Lk), got {_shape(values)}")
 
 
 def _resolve_scale(scale: float | None, size: int) -> float:
@@ -162,11 +173,7 @@ def attention_pooling(attn_scores: Tensor, values: Tensor, valid_lens: Tensor | 
 
     Taught in ``chapters/02_attention/01_queries_keys_values.ipynb``.
     """
-    if isinstance(values, Tensor) and isinstance(attn_scores, Tensor) and (
-            values.dim() != attn_scores.dim() or values.shape[:-2] != attn_scores.shape[:-2]
-            or values.shape[-2] != attn_scores.shape[-1]):
-        raise ValueError(f"values must have shape {_shape(attn_scores)[:-2] + (attn_scores.shape[-1],)} + (Dv,) "
-                         f"to match scores of shape {_shape(attn_scores)} (B, Lq, Lk), got {_shape(values)}")
+    _check_values_for_scores(attn_scores, values)
     attn_weights = masked_softmax(attn_scores, valid_lens, mask)  # (B, Lq, Lk)
     used = F.dropout(attn_weights, dropout_p) if dropout_p > 0 else attn_weights
     return used @ values, attn_weights  # (B, Lq, Dv), (B, Lq, Lk)

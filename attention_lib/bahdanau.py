@@ -22,10 +22,11 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
+from ._checks import describe
 from .attention import AdditiveAttention
 from .gru import GRUCell
 from .masking import valid_lens_to_mask
-from .seq2seq import _check_tokens
+from .seq2seq import _check_src_valid_lens, _check_tokens
 
 __all__ = ["BahdanauState", "BahdanauDecoder"]
 
@@ -79,16 +80,28 @@ class BahdanauDecoder(nn.Module):
         self.attention_weights: Tensor | None = None
 
     def init_state(self, enc_outputs: tuple[Tensor, Tensor], src_valid_lens: Tensor | None = None) -> BahdanauState:
+        self._check_inputs(enc_outputs, src_valid_lens)
         outputs, hidden = enc_outputs  # (B, Lk, Dh), (num_layers, B, Dh)
-        if hidden.dim() != 3 or hidden.shape[0] != self.num_layers or outputs.shape[-1] != self.num_hiddens:
-            raise ValueError(f"the encoder must return outputs (B, Lk, Dh={self.num_hiddens}) and a state "
-                             f"(num_layers={self.num_layers}, B, Dh), got {tuple(outputs.shape)} and {tuple(hidden.shape)}")
         # W_k h_t does not depend on the decoder's step: project the keys once per sentence.
         projected_keys = self.attention.project_keys(outputs) if self.precompute_keys else None  # (B, Lk, Dh)
         src_mask = None
         if src_valid_lens is not None:
             src_mask = valid_lens_to_mask(src_valid_lens, outputs.shape[1]).unsqueeze(1)  # (B, 1, Lk)
         return BahdanauState(outputs, projected_keys, src_mask, hidden)
+
+    def _check_inputs(self, enc_outputs, src_valid_lens) -> None:
+        """The encoder's (outputs, state) and the source lengths, checked against this decoder's sizes."""
+        expected = (f"the encoder's (outputs, state): outputs (B, Lk, Dh={self.num_hiddens}) and a state "
+                    f"(num_layers={self.num_layers}, B, Dh)")
+        if not (isinstance(enc_outputs, (tuple, list)) and len(enc_outputs) == 2
+                and all(isinstance(t, Tensor) for t in enc_outputs)):
+            raise TypeError(f"enc_outputs must be {expected}, got {describe(enc_outputs)}")
+        outputs, hidden = enc_outputs
+        if outputs.dim() != 3 or hidden.shape != (self.num_layers, outputs.shape[0], self.num_hiddens) \
+                or outputs.shape[-1] != self.num_hiddens:
+            raise ValueError(f"enc_outputs must be {expected}, got {tuple(outputs.shape)} and {tuple(hidden.shape)}")
+        if src_valid_lens is not None:
+            _check_src_valid_lens(outputs, src_valid_lens)
 
     def forward(self, tgt_input: Tensor, state: BahdanauState) -> tuple[Tensor, BahdanauState]:
         _check_tokens("tgt_input", tgt_input)

@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
+from ._checks import check_int, check_real
 from .seq2seq import _cut_at_eos, _start_decoding
 
 __all__ = ["beam_search"]
@@ -30,7 +31,8 @@ def beam_search(model, src: Tensor, src_valid_lens: Tensor | None, bos: int, eos
     Returns, like :func:`~attention_lib.seq2seq.greedy_decode`, the best output per sentence
     (without ``<bos>``, cut before ``<eos>``) and, when the decoder keeps ``attention_weights``,
     the weights of that output's steps, one (T, Lk) tensor per sentence (an empty list otherwise).
-    With ``beam_size=1`` the result is the greedy translation.
+    With ``beam_size=1`` the result is the greedy translation; ``max_len=0`` gives empty outputs, as
+    greedy decoding does.
 
     Shapes:
         src: (B, Lk); src_valid_lens: (B,) or None
@@ -38,13 +40,13 @@ def beam_search(model, src: Tensor, src_valid_lens: Tensor | None, bos: int, eos
 
     Taught in ``chapters/03_bahdanau/02_training_and_results.ipynb``.
     """
-    if beam_size < 1:
-        raise ValueError(f"beam_size must be at least 1, got {beam_size}")
+    check_int("beam_size", beam_size, 1)
+    check_real("length_penalty", length_penalty, " (0 = no length normalisation)")
     decoder = model.decoder
     if not hasattr(decoder, "reorder_state"):
         raise TypeError(f"beam search needs a decoder with reorder_state(state, index); "
                         f"{type(decoder).__name__} has none")
-    state, device = _start_decoding(model, src, src_valid_lens)
+    state, device = _start_decoding(model, src, src_valid_lens, bos, eos, max_len)
     batch_size, k = src.shape[0], beam_size
     rows = torch.arange(batch_size, device=device)
     state = decoder.reorder_state(state, rows.repeat_interleave(k))  # B*k rows, sentence-major

@@ -35,6 +35,8 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, TensorDataset
 
+from ._checks import check_int, check_str_list, describe
+
 __all__ = [
     "DATA_ENV_VAR",
     "FRA_ENG_URL",
@@ -85,11 +87,16 @@ def _verify_sha256sums(directory: Path) -> None:
     sums = directory / "SHA256SUMS"
     if not sums.exists():
         return
-    for line in sums.read_text(encoding="utf-8").splitlines():
+    for number, line in enumerate(sums.read_text(encoding="utf-8-sig").splitlines(), start=1):
         if not line.strip():
             continue
-        expected, name = line.split(maxsplit=1)
-        name = name.lstrip("*")
+        parts = line.split(maxsplit=1)
+        if len(parts) != 2 or len(parts[0]) != 64:
+            raise ValueError(f"{sums}, line {number}: expected '<64 hex digits>  <file name>' "
+                             f"(the output of sha256sum), got {line[:80]!r}")
+        expected, name = parts[0].lower(), parts[1].strip().lstrip("*")
+        if not (directory / name).is_file():
+            raise ValueError(f"{sums}, line {number} lists {name}, which is not in {directory}")
         actual = _hash_file(directory / name, "sha256")
         if actual != expected:
             raise ValueError(
@@ -137,9 +144,15 @@ def locate_fra_eng(data_dir: str | os.PathLike | None = None, *, timeout: float 
         directory = Path(directory).expanduser()
         path = directory / FILE_NAME
         if not path.is_file():
+            source = f"the environment variable {DATA_ENV_VAR}" if data_dir is None else "data_dir"
+            found = ("is a file, not a folder" if directory.is_file()
+                     else "does not exist" if not directory.exists() else f"has no {FILE_NAME}")
+            undo = (f", or unset {DATA_ENV_VAR} to use the per-user cache (downloading the corpus once)"
+                    if data_dir is None else ", or pass data_dir=None to use the cache or download")
             raise DataUnavailableError(
-                f"{DATA_ENV_VAR if data_dir is None else 'data_dir'} points at {directory}, "
-                f"which has no {FILE_NAME}"
+                f"{source} points at {directory}, which {found}: expected the folder holding the "
+                f"English-French corpus file {FILE_NAME} (tab-separated English, French). Get it from "
+                f"{FRA_ENG_URL} (unzip it and take fra-eng/{FILE_NAME}) and put it in that folder{undo}."
             )
         _verify_sha256sums(directory)
         return path
@@ -181,7 +194,7 @@ def read_pairs(path: str | os.PathLike) -> list[tuple[str, str]]:
     path = Path(path)
     pairs = []
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # -sig: a byte-order mark, if any, is not text
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path} is not UTF-8 text ({exc})") from exc
     for number, line in enumerate(text.splitlines(), start=1):
@@ -245,8 +258,7 @@ class Vocab:
     """
 
     def __init__(self, sentences: Iterable[Sequence[str]] = (), min_freq: int = 1):
-        if min_freq < 1:
-            raise ValueError(f"min_freq must be at least 1, got {min_freq}")
+        check_int("min_freq", min_freq, 1)
         counter = collections.Counter(token for sentence in sentences for token in sentence)
         kept = sorted((t for t, c in counter.items() if c >= min_freq and t not in SPECIAL_TOKENS),
                       key=lambda t: (-counter[t], t))
@@ -260,14 +272,21 @@ class Vocab:
     def __getitem__(self, tokens):
         if isinstance(tokens, str):
             return self.token_to_idx.get(tokens, self.unk)
+        if isinstance(tokens, Tensor) or not hasattr(tokens, "__iter__"):
+            raise TypeError(f"vocab[...] takes a token (str) or a list of tokens, got {describe(tokens)}; "
+                            "to turn indices into tokens, use vocab.to_tokens(indices)")
         return [self[token] for token in tokens]
 
     def to_tokens(self, indices) -> list[str] | str:
         if isinstance(indices, Tensor):
             indices = indices.tolist()
         if isinstance(indices, int):
-            return self.idx_to_token[indices]
-        return [self.idx_to_token[int(i)] for i in indices]
+            return self.to_tokens([indices])[0]
+        indices = [int(i) for i in indices]
+        outside = [i for i in indices if not 0 <= i < len(self)]
+        if outside:
+            raise ValueError(f"indices must lie in [0, {len(self)}) (the vocabulary's size), got {outside[:5]}")
+        return [self.idx_to_token[i] for i in indices]
 
     pad = property(lambda self: self.token_to_idx[PAD])
     bos = property(lambda self: self.token_to_idx[BOS])
@@ -286,8 +305,7 @@ def truncate_pad(indices: Sequence[int], num_steps: int, pad: int) -> list[int]:
 
     Taught in ``chapters/01_seq2seq/01_data.ipynb``.
     """
-    if num_steps < 1:
-        raise ValueError(f"num_steps must be at least 1, got {num_steps}")
+    check_int("num_steps", num_steps, 1)
     indices = list(indices)[:num_steps]
     return indices + [pad] * (num_steps - len(indices))
 
@@ -300,6 +318,10 @@ def split_of(english: str, val_percent: int = 2, test_percent: int = 3) -> str:
 
     Taught in ``chapters/01_seq2seq/01_data.ipynb``.
     """
+    if not isinstance(english, str):
+        raise TypeError(f"english must be a str, got {describe(english)}")
+    if check_int("val_percent", val_percent, 0) + check_int("test_percent", test_percent, 0) > 100:
+        raise ValueError(f"val_percent + test_percent must be at most 100, got {val_percent} + {test_percent}")
     bucket = int(hashlib.md5(preprocess(english).encode("utf-8")).hexdigest(), 16) % 100
     if bucket < test_percent:
         return "test"
@@ -358,11 +380,15 @@ class TranslationData:
 
     def encode_source(self, sentences: Sequence[str]) -> tuple[Tensor, Tensor]:
         """Raw English strings to source indices (N, num_steps) and valid lengths (N,); unknown words become ``<unk>``."""
-        return self.encode([tokenize(preprocess(s)) for s in sentences], self.src_vocab)
+        return self.encode([tokenize(preprocess(s)) for s in check_str_list("sentences", sentences)],
+                           self.src_vocab)
+
+    def _check_split(self, split: str) -> None:
+        if not isinstance(split, str) or split not in self.pairs:
+            raise ValueError(f"split must be one of {sorted(self.pairs)}, got {split!r}")
 
     def tensors(self, split: str = "train") -> Batch:
-        if split not in self.pairs:
-            raise ValueError(f"split must be one of {sorted(self.pairs)}, got {split!r}")
+        self._check_split(split)
         src, src_valid_lens = self.encode([p[0] for p in self.pairs[split]], self.src_vocab)
         tgt, tgt_valid_lens = self.encode([p[1] for p in self.pairs[split]], self.tgt_vocab)
         bos = torch.full((tgt.shape[0], 1), self.tgt_vocab.bos, dtype=torch.long)
@@ -371,6 +397,7 @@ class TranslationData:
 
     def loader(self, split: str = "train", batch_size: int = 64, shuffle: bool | None = None,
                seed: int = 0) -> DataLoader:
+        check_int("batch_size", batch_size, 1)
         shuffle = (split == "train") if shuffle is None else shuffle
         dataset = TensorDataset(*self.tensors(split))
         generator = torch.Generator().manual_seed(seed)
@@ -388,13 +415,19 @@ def load_fra_eng(num_steps: int = 12, min_freq: int = 2, max_train: int | None =
     """Load, preprocess, tokenise and split the corpus; build vocabularies from the training split.
 
     ``max_train`` keeps a random (seeded) subset of the training pairs so a model trains in minutes
-    on a CPU; validation and test splits are always complete.
+    on a CPU (None: all of them); validation and test splits are always complete. ``num_steps`` is
+    at least 2, room for one word and ``<eos>``.
 
     Shapes:
         returns: :class:`TranslationData`; its tensors are (N, ``num_steps``)
 
     Taught in ``chapters/01_seq2seq/01_data.ipynb``.
     """
+    check_int("num_steps", num_steps, 2)  # room for one word and <eos>
+    check_int("min_freq", min_freq, 1)
+    if max_train is not None:
+        check_int("max_train", max_train, 1)
+    check_int("seed", seed, 0)
     raw_pairs = read_pairs(locate_fra_eng(data_dir))
     pairs = {"train": [], "val": [], "test": []}
     raw = {"train": [], "val": [], "test": []}

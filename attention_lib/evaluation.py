@@ -19,6 +19,7 @@ from typing import Sequence
 import sacrebleu
 import torch
 
+from ._checks import check_int, check_str_list, describe
 from .beam_search import beam_search
 from .data import TranslationData
 from .seq2seq import greedy_decode
@@ -36,6 +37,10 @@ def bleu(pred_seq: str, label_seq: str, k: int = 2) -> float:
 
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
     """
+    for name, text in (("pred_seq", pred_seq), ("label_seq", label_seq)):
+        if not isinstance(text, str):
+            raise TypeError(f"{name} must be a str of space-separated tokens, got {describe(text)}")
+    check_int("k", k, 1)
     pred_tokens, label_tokens = pred_seq.split(), label_seq.split()
     len_pred, len_label = len(pred_tokens), len(label_tokens)
     if len_pred == 0:
@@ -57,6 +62,7 @@ def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
 
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
     """
+    hypotheses, references = check_str_list("hypotheses", hypotheses), check_str_list("references", references)
     if len(hypotheses) != len(references):
         raise ValueError(f"got {len(hypotheses)} hypotheses but {len(references)} references")
     # force=True: our text is tokenised on purpose (both sides alike), which sacrebleu would warn about.
@@ -86,8 +92,13 @@ def compare_bleu(systems: dict[str, Sequence[str]], references: Sequence[str],
     from sacrebleu.metrics import BLEU
     from sacrebleu.significance import PairedTest
 
+    if not isinstance(systems, dict):
+        raise TypeError(f"systems must be a dict from name to hypotheses, got {describe(systems)}")
     if len(systems) < 2:
         raise ValueError(f"compare_bleu needs a baseline and at least one other system, got {list(systems)}")
+    check_int("num_samples", num_samples, 1)
+    references = check_str_list("references", references)
+    systems = {name: check_str_list(f"systems[{name!r}]", hypotheses) for name, hypotheses in systems.items()}
     for name, hypotheses in systems.items():
         if len(hypotheses) != len(references):
             raise ValueError(f"system {name!r} has {len(hypotheses)} hypotheses but there are "
@@ -107,13 +118,19 @@ def translate(model, data: TranslationData, sentences: Sequence[str], max_len: i
     uses :func:`~attention_lib.beam_search.beam_search` (its decoder must have ``reorder_state``).
     Also returns, per sentence, its attention weights (steps, Lk) when the decoder keeps them.
 
+    ``sentences`` must be a list of strings (a single string is refused, not split into characters);
+    an empty list gives empty results. ``max_len=None`` means ``data.num_steps + 2``.
+
     Shapes:
         sentences: N strings; returns: N strings, N tensors of (T, Lk) (or an empty list)
 
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb`` (beam search in
     ``chapters/03_bahdanau/02_training_and_results.ipynb``).
     """
-    max_len = max_len or data.num_steps + 2
+    sentences = check_str_list("sentences", sentences)
+    max_len = data.num_steps + 2 if max_len is None else check_int("max_len", max_len, 0)
+    check_int("batch_size", batch_size, 1)
+    check_int("beam_size", beam_size, 1)
     vocab = data.tgt_vocab
     out, attention = [], []
     for start in range(0, len(sentences), batch_size):
@@ -140,6 +157,7 @@ def bleu_by_length(model, data: TranslationData, split: str = "test",
 
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
     """
+    data._check_split(split)
     english = [e for e, _ in data.raw[split]]
     references = [" ".join(f) for _, f in data.pairs[split]]
     lengths = [len(e) for e, _ in data.pairs[split]]

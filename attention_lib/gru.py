@@ -27,6 +27,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from ._checks import describe
+
 __all__ = ["gru_update", "GRUCell"]
 
 
@@ -45,10 +47,7 @@ def gru_update(input_proj: Tensor, state: Tensor, weight_hh: Tensor, bias_hh: Te
 
     Taught in ``chapters/03_bahdanau/01_attention_decoder.ipynb``.
     """
-    num_hiddens = state.shape[-1]
-    if input_proj.shape[-1] != 3 * num_hiddens or weight_hh.shape != (3 * num_hiddens, num_hiddens):
-        raise ValueError(f"input_proj must be (B, 3*Dh) and weight_hh (3*Dh, Dh) for a state of size Dh={num_hiddens}, "
-                         f"got {tuple(input_proj.shape)} and {tuple(weight_hh.shape)}")
+    num_hiddens = _check_gru_inputs(input_proj, state, weight_hh, bias_hh)  # Dh
     x_r, x_z, x_n = input_proj.chunk(3, dim=-1)  # each (B, Dh)
     if reset_after:
         # PyTorch: one product for all three gates, the reset gate applied to its result.
@@ -64,6 +63,27 @@ def gru_update(input_proj: Tensor, state: Tensor, weight_hh: Tensor, bias_hh: Te
         update = torch.sigmoid(x_z + s_z)
         candidate = torch.tanh(x_n + F.linear(reset * state, weight_hh[2 * num_hiddens:], b_n))
     return update * state + (1 - update) * candidate  # (B, Dh)
+
+
+def _check_gru_inputs(input_proj, state, weight_hh, bias_hh) -> int:
+    """The shapes :func:`gru_update` needs, with a message naming the argument; returns Dh."""
+    for name, t in (("state", state), ("input_proj", input_proj), ("weight_hh", weight_hh), ("bias_hh", bias_hh)):
+        if t is None and name == "bias_hh":
+            continue
+        if not isinstance(t, Tensor) or not t.dtype.is_floating_point:
+            got = f"dtype {t.dtype}" if isinstance(t, Tensor) else describe(t)
+            raise TypeError(f"{name} must be a floating-point torch.Tensor, got {got}")
+        if t.dtype != state.dtype:
+            raise TypeError(f"{name} has dtype {t.dtype} but state has dtype {state.dtype}")
+    if state.dim() != 2:
+        raise ValueError(f"state must be (B, Dh), got {tuple(state.shape)}")
+    num_hiddens = state.shape[-1]
+    if input_proj.shape != (state.shape[0], 3 * num_hiddens) or weight_hh.shape != (3 * num_hiddens, num_hiddens):
+        raise ValueError(f"input_proj must be (B, 3*Dh) and weight_hh (3*Dh, Dh) for a state of shape (B, Dh)="
+                         f"{tuple(state.shape)}, got {tuple(input_proj.shape)} and {tuple(weight_hh.shape)}")
+    if bias_hh is not None and bias_hh.shape != (3 * num_hiddens,):
+        raise ValueError(f"bias_hh must be (3*Dh,)=({3 * num_hiddens},) or None, got {tuple(bias_hh.shape)}")
+    return num_hiddens
 
 
 class GRUCell(nn.Module):

@@ -9,8 +9,11 @@ Taught in ``chapters/02_attention/02_masked_softmax.ipynb``; chapter 1 uses
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import Tensor
+
+from ._checks import check_int, describe
 
 __all__ = ["valid_lens_to_mask", "masked_softmax"]
 
@@ -24,19 +27,61 @@ def valid_lens_to_mask(valid_lens: Tensor, num_kv: int) -> Tensor:
 
     Taught in ``chapters/02_attention/02_masked_softmax.ipynb``.
     """
-    if not isinstance(valid_lens, Tensor):
-        raise TypeError(f"valid_lens must be a torch.Tensor, got {type(valid_lens).__name__}")
-    if valid_lens.dtype.is_floating_point or valid_lens.dtype == torch.bool or valid_lens.is_complex():
-        raise TypeError(f"valid_lens must hold integers, got dtype {valid_lens.dtype}")
-    if valid_lens.dim() not in (1, 2):
-        raise ValueError(f"valid_lens must have shape (B,) or (B, Lq), got {tuple(valid_lens.shape)}")
-    if valid_lens.numel() and (int(valid_lens.min()) < 0 or int(valid_lens.max()) > num_kv):
-        raise ValueError(
-            f"valid_lens must lie in [0, {num_kv}] (the number of keys), "
-            f"got values from {int(valid_lens.min())} to {int(valid_lens.max())}"
-        )
+    _check_valid_lens(valid_lens, check_int("num_kv", num_kv, 0))
+    return _lengths_to_mask(valid_lens, num_kv)
+
+
+def _lengths_to_mask(valid_lens: Tensor, num_kv: int) -> Tensor:
     positions = torch.arange(num_kv, device=valid_lens.device)  # (Lk,)
     return positions < valid_lens.unsqueeze(-1)  # (B, Lk) or (B, Lq, Lk)
+
+
+def _check_valid_lens(valid_lens, num_kv: int, batch_size: int | None = None, num_queries: int | None = None,
+                      name: str = "valid_lens", per_query: bool = True) -> None:
+    """The one check of ``valid_lens``: an integer tensor of shape (B,) (or (B, Lq) when ``per_query``),
+    each length in ``[0, num_kv]``. ``batch_size``/``num_queries``, when given, must match.
+
+    Lists and NumPy arrays are refused with a message saying how to convert them: lengths live on the
+    model's device next to the scores, and a silent conversion would hide which device that is.
+    """
+    known = [f"B={batch_size}"] * (batch_size is not None) + [f"Lq={num_queries}"] * (
+        per_query and num_queries is not None)
+    expected = ("(B,) or (B, Lq)" if per_query else "(B,)") + (f" with {', '.join(known)}" if known else "")
+    if not isinstance(valid_lens, Tensor):
+        hint = " (convert it with torch.as_tensor(...))" if isinstance(valid_lens, (list, tuple, np.ndarray)) else ""
+        raise TypeError(f"{name} must be a torch.Tensor of integer lengths with shape {expected}, "
+                        f"got {describe(valid_lens)}{hint}")
+    if valid_lens.dtype.is_floating_point or valid_lens.dtype == torch.bool or valid_lens.is_complex():
+        raise TypeError(f"{name} must hold integers, got dtype {valid_lens.dtype}")
+    if valid_lens.dim() not in ((1, 2) if per_query else (1,)) or (
+            batch_size is not None and valid_lens.shape[0] != batch_size):
+        raise ValueError(f"{name} must have shape {expected}, got {tuple(valid_lens.shape)}")
+    if num_queries is not None and valid_lens.dim() == 2 and valid_lens.shape[1] != num_queries:
+        raise ValueError(f"{name} of shape (B, Lq) must have Lq={num_queries}, got {tuple(valid_lens.shape)}")
+    if valid_lens.numel() and (int(valid_lens.min()) < 0 or int(valid_lens.max()) > num_kv):
+        raise ValueError(
+            f"{name} must lie in [0, {num_kv}] (the number of keys), "
+            f"got values from {int(valid_lens.min())} to {int(valid_lens.max())}"
+        )
+
+
+def _check_mask(mask, scores_shape: torch.Size) -> None:
+    """The one check of a boolean ``mask``: a bool tensor that broadcasts to the scores' shape, no larger."""
+    if not isinstance(mask, Tensor):
+        hint = " (convert it with torch.as_tensor(...))" if isinstance(mask, (list, tuple, np.ndarray)) else ""
+        raise TypeError(f"mask must be a bool torch.Tensor (True = may attend) broadcastable to the scores' "
+                        f"shape {tuple(scores_shape)} (..., Lq, Lk), got {describe(mask)}{hint}")
+    if mask.dtype != torch.bool:
+        raise TypeError(f"mask must be a bool tensor (True = may attend), got dtype {mask.dtype}")
+    try:
+        broadcast = torch.broadcast_shapes(mask.shape, scores_shape)
+        if broadcast != scores_shape:  # a mask with extra dims would silently grow the output
+            raise RuntimeError
+    except RuntimeError:
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
+            f"{tuple(scores_shape)} (..., Lq, Lk)"
+        ) from None
 
 
 def _combine_masks(attn_scores: Tensor, valid_lens: Tensor | None, mask: Tensor | None) -> Tensor | None:
@@ -44,16 +89,8 @@ def _combine_masks(attn_scores: Tensor, valid_lens: Tensor | None, mask: Tensor 
     num_kv = attn_scores.shape[-1]
     combined = None
     if valid_lens is not None:
-        batch_size = attn_scores.shape[0]
-        if valid_lens.shape[0] != batch_size:
-            raise ValueError(
-                f"valid_lens must have shape (B,) or (B, Lq) with B={batch_size}, got {tuple(valid_lens.shape)}"
-            )
-        if valid_lens.dim() == 2 and valid_lens.shape[1] != attn_scores.shape[-2]:
-            raise ValueError(
-                f"valid_lens of shape (B, Lq) must have Lq={attn_scores.shape[-2]}, got {tuple(valid_lens.shape)}"
-            )
-        lens_mask = valid_lens_to_mask(valid_lens, num_kv)  # (B, Lk) or (B, Lq, Lk)
+        _check_valid_lens(valid_lens, num_kv, attn_scores.shape[0], attn_scores.shape[-2])
+        lens_mask = _lengths_to_mask(valid_lens, num_kv)  # (B, Lk) or (B, Lq, Lk)
         if lens_mask.dim() == 2:
             lens_mask = lens_mask.unsqueeze(-2)  # (B, 1, Lk)
         # Extra leading dims of the scores (e.g. heads: (B, H, Lq, Lk)) sit between B and Lq.
@@ -61,17 +98,7 @@ def _combine_masks(attn_scores: Tensor, valid_lens: Tensor | None, mask: Tensor 
             lens_mask = lens_mask.unsqueeze(1)
         combined = lens_mask
     if mask is not None:
-        if mask.dtype != torch.bool:
-            raise TypeError(f"mask must be a bool tensor (True = may attend), got dtype {mask.dtype}")
-        try:
-            broadcast = torch.broadcast_shapes(mask.shape, attn_scores.shape)
-            if broadcast != attn_scores.shape:  # a mask with extra dims would silently grow the output
-                raise RuntimeError
-        except RuntimeError:
-            raise ValueError(
-                f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
-                f"{tuple(attn_scores.shape)} (..., Lq, Lk)"
-            ) from None
+        _check_mask(mask, attn_scores.shape)
         combined = mask if combined is None else combined & mask
     return combined
 

@@ -16,13 +16,24 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from ._checks import check_int, describe
+from .masking import _check_valid_lens
+
 __all__ = ["Seq2SeqEncoder", "Seq2SeqDecoder", "EncoderDecoder", "greedy_decode"]
 
 
 def _check_tokens(name: str, tokens: Tensor) -> None:
     if not isinstance(tokens, Tensor) or tokens.dtype != torch.long or tokens.dim() != 2:
-        got = f"{tokens.dtype} {tuple(tokens.shape)}" if isinstance(tokens, Tensor) else type(tokens).__name__
+        got = f"{tokens.dtype} {tuple(tokens.shape)}" if isinstance(tokens, Tensor) else describe(tokens)
         raise TypeError(f"{name} must be a (B, L) tensor of token indices (torch.long), got {got}")
+    if tokens.numel() == 0:
+        raise ValueError(f"{name} must hold at least one sentence of at least one token, "
+                         f"got shape {tuple(tokens.shape)}")
+
+
+def _check_src_valid_lens(src: Tensor, src_valid_lens: Tensor) -> None:
+    """One integer length per sentence of ``src`` (B, Lk, ...), each in [0, Lk]: a (B,) tensor."""
+    _check_valid_lens(src_valid_lens, src.shape[1], src.shape[0], name="src_valid_lens", per_query=False)
 
 
 class Seq2SeqEncoder(nn.Module):
@@ -49,8 +60,7 @@ class Seq2SeqEncoder(nn.Module):
         embs = self.embedding(src)  # (B, Lk, E)
         if src_valid_lens is None:
             return self.rnn(embs)  # (B, Lk, Hd), (num_layers, B, Hd)
-        if src_valid_lens.shape != (src.shape[0],):
-            raise ValueError(f"src_valid_lens must have shape (B,)=({src.shape[0]},), got {tuple(src_valid_lens.shape)}")
+        _check_src_valid_lens(src, src_valid_lens)
         lengths = src_valid_lens.clamp(min=1).cpu()  # an empty source still gets one step
         packed = pack_padded_sequence(embs, lengths, batch_first=True, enforce_sorted=False)
         outputs, state = self.rnn(packed)
@@ -126,9 +136,12 @@ def greedy_decode(model: EncoderDecoder, src: Tensor, src_valid_lens: Tensor | N
         src: (B, Lk); src_valid_lens: (B,) or None
         returns: B lists of at most ``max_len`` ints; list of steps of (B, Lk)
 
+    ``max_len=0`` gives B empty outputs (as :func:`~attention_lib.beam_search.beam_search` does); a
+    negative ``max_len`` is a ValueError.
+
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
     """
-    state, device = _start_decoding(model, src, src_valid_lens)
+    state, device = _start_decoding(model, src, src_valid_lens, bos, eos, max_len)
     batch_size = src.shape[0]
     token = torch.full((batch_size, 1), bos, dtype=torch.long, device=device)  # (B, 1)
     finished = torch.zeros(batch_size, dtype=torch.bool, device=device)
@@ -143,14 +156,23 @@ def greedy_decode(model: EncoderDecoder, src: Tensor, src_valid_lens: Tensor | N
         finished |= token.squeeze(1) == eos
         if bool(finished.all()):
             break
-    steps = torch.stack(outputs, dim=1).tolist()  # (B, T)
+    steps = torch.stack(outputs, dim=1).tolist() if outputs else [[] for _ in range(batch_size)]  # (B, T)
     return [_cut_at_eos(row, eos) for row in steps], weights
 
 
-def _start_decoding(model: EncoderDecoder, src: Tensor, src_valid_lens: Tensor | None):
-    """What every decoding loop does first: check the tokens, switch to eval mode, move the batch to
+def _start_decoding(model: EncoderDecoder, src: Tensor, src_valid_lens: Tensor | None, bos: int, eos: int,
+                    max_len: int):
+    """What every decoding loop does first: check its arguments, switch to eval mode, move the batch to
     the model's device and encode it. Returns the decoder's initial state and the device."""
     _check_tokens("src", src)
+    if src_valid_lens is not None:
+        _check_src_valid_lens(src, src_valid_lens)
+    check_int("max_len", max_len, 0)
+    embedding = getattr(model.decoder, "embedding", None)
+    for name, token in (("bos", bos), ("eos", eos)):
+        if check_int(name, token, 0) >= getattr(embedding, "num_embeddings", float("inf")):
+            raise ValueError(f"{name} must be a token index of the target vocabulary, in [0, "
+                             f"{embedding.num_embeddings}), got {token}")
     model.eval()
     device = next(model.parameters()).device
     src = src.to(device)

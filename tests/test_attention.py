@@ -2,6 +2,7 @@
 import itertools
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -322,7 +323,7 @@ def test_error_integer_or_low_rank_inputs():
         scaled_dot_product_attention(queries.long(), keys, values)
     with pytest.raises(ValueError, match=r"queries must have shape \(B, L, size\).*got \(3, 4\)"):
         scaled_dot_product_attention(queries[0], keys, values)
-    with pytest.raises(TypeError, match="values must be a torch.Tensor, got list"):
+    with pytest.raises(TypeError, match="values must be a torch.Tensor, got a list of length 1"):
         scaled_dot_product_attention(queries, keys, [[1.0]])
 
 
@@ -336,7 +337,7 @@ def test_error_valid_lens_out_of_range(need_weights):
 def test_error_valid_lens_wrong_batch_size_in_layers():
     queries, keys, values = make_qkv()
     for layer in (DotProductAttention(), AdditiveAttention(4, 4, 8)):
-        with pytest.raises(ValueError, match=r"with B=2, got \(3,\)"):
+        with pytest.raises(ValueError, match=r"with B=2, Lq=3, got \(3,\)"):
             layer(queries, keys, values, torch.tensor([1, 2, 3]))
 
 
@@ -401,3 +402,26 @@ def test_grid_of_sizes_matches_sdpa():
         queries, keys, values = make_qkv(batch_size, num_queries, num_kv, size, 3)
         torch.testing.assert_close(scaled_dot_product_attention(queries, keys, values)[0],
                                    F.scaled_dot_product_attention(queries, keys, values))
+
+
+# --- valid_lens and masks of the wrong kind reach every entry point with the same message -------------
+
+@pytest.mark.parametrize("call", [
+    lambda q, k, v, **kw: scaled_dot_product_attention(q, k, v, **kw),
+    lambda q, k, v, **kw: scaled_dot_product_attention(q, k, v, need_weights=False, **kw),
+    lambda q, k, v, **kw: attention_loop(q, k, v, **kw),
+    lambda q, k, v, **kw: DotProductAttention()(q, k, v, **kw),
+    lambda q, k, v, **kw: AdditiveAttention(4, 4, 8)(q, k, v, **kw),
+    lambda q, k, v, **kw: attention_pooling(dot_product_scores(q, k), v, **kw),
+], ids=["explicit", "fast", "loop", "dot_layer", "additive_layer", "pooling"])
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"valid_lens": [1, 2]}, TypeError, r"valid_lens must be a torch.Tensor .* got a list of length 2"),
+    ({"valid_lens": np.array([1, 2])}, TypeError, r"valid_lens must be a torch.Tensor .* got a NumPy array"),
+    ({"valid_lens": torch.tensor(3)}, ValueError, r"valid_lens must have shape \(B,\) or \(B, Lq\) .* got \(\)"),
+    ({"mask": np.ones((3, 5), dtype=bool)}, TypeError, r"mask must be a bool torch.Tensor .* got a NumPy array"),
+    ({"mask": [[True] * 5] * 3}, TypeError, r"mask must be a bool torch.Tensor .* got a list of length 3"),
+])
+def test_bad_valid_lens_or_mask_named_at_every_entry_point(call, kwargs, error, message):
+    queries, keys, values = make_qkv()
+    with pytest.raises(error, match=message):
+        call(queries, keys, values, **kwargs)

@@ -192,3 +192,26 @@ def test_short_training_run_learns(small_data):
     assert history["val"][-1] < 2.9
     result = bleu_by_length(model, data)  # held-out: the test split, never trained on
     assert result["bleu"] > 2.0  # a model that has learned nothing scores ~0
+
+
+@pytest.mark.parametrize("src_valid_lens, error, message", [
+    ([6, 3, 2], TypeError, r"src_valid_lens must be a torch.Tensor of integer lengths with shape \(B,\) with B=3, "
+                           r"got a list of length 3"),
+    (torch.tensor([6]), ValueError, r"src_valid_lens must have shape \(B,\) with B=3, got \(1,\)"),  # no broadcast
+    (torch.tensor([[6, 3, 2]] * 3), ValueError, r"src_valid_lens must have shape \(B,\) with B=3, got \(3, 3\)"),
+    (torch.tensor([7, 3, 2]), ValueError, r"src_valid_lens must lie in \[0, 6\]"),
+])
+def test_bad_src_valid_lens_is_named_by_init_state(src_valid_lens, error, message):
+    model = make_model()
+    enc_outputs = model.encoder(SRC, SRC_LENS)
+    with pytest.raises(error, match=message):
+        model.decoder.init_state(enc_outputs, src_valid_lens)
+
+
+def test_init_state_names_an_encoder_output_that_is_not_a_pair():
+    model = make_model()
+    enc_outputs, enc_state = model.encoder(SRC, SRC_LENS)
+    with pytest.raises(TypeError, match=r"enc_outputs must be the encoder's \(outputs, state\).*got a torch.Tensor"):
+        model.decoder.init_state(enc_outputs, SRC_LENS)
+    with pytest.raises(ValueError, match=r"enc_outputs must be .* got \(3, 6, 16\) and \(2, 2, 16\)"):
+        model.decoder.init_state((enc_outputs, enc_state[:, :2]), SRC_LENS)  # batch sizes differ

@@ -105,3 +105,57 @@ def test_translate_with_a_beam_is_beam_search_on_the_encoded_sentences(small_dat
     assert len(weights) == len(sentences)
     for got, want in zip(weights, expected_weights):
         torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"beam_size": 2.0}, TypeError, r"beam_size must be an integer \(at least 1\), got the float 2.0"),
+    ({"beam_size": True}, TypeError, "beam_size must be an integer"),
+    ({"length_penalty": None}, TypeError, "length_penalty must be a finite number"),
+    ({"length_penalty": float("nan")}, TypeError, "length_penalty must be a finite number"),
+])
+def test_bad_beam_arguments_are_named(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        beam_search(make_model(), SRC, SRC_LENS, BOS, EOS, max_len=3, **kwargs)
+
+
+def test_beam_search_accepts_numpy_integers():
+    import numpy as np
+
+    found, _ = beam_search(make_model(), SRC, SRC_LENS, np.int64(BOS), np.int64(EOS), max_len=np.int64(4),
+                           beam_size=np.int64(2))
+    assert found == beam_search(make_model(), SRC, SRC_LENS, BOS, EOS, max_len=4, beam_size=2)[0]
+
+
+def _small_model(small_data):
+    set_seed(0)
+    return EncoderDecoder(Seq2SeqEncoder(len(small_data.src_vocab), 8, 16),
+                          BahdanauDecoder(len(small_data.tgt_vocab), 8, 16))
+
+
+@pytest.mark.parametrize("sentences, message", [
+    ("Go.", r"sentences must be a list of strings \(e.g. \['Go.'\]\), got the str 'Go.'"),
+    (["Go.", ["Hi", "."]], r"sentences must be a list of strings, but sentences\[1\] is a list of length 2"),
+    (None, "sentences must be a list of strings"),
+])
+def test_translate_names_sentences_that_are_not_a_list_of_strings(small_data, sentences, message):
+    with pytest.raises(TypeError, match=message):
+        translate(_small_model(small_data), small_data, sentences)
+
+
+def test_translate_an_empty_list_and_max_len_zero(small_data):
+    model = _small_model(small_data)
+    assert translate(model, small_data, []) == ([], [])
+    assert translate(model, small_data, ("Go.", "Hi."), max_len=0) == (["", ""], [])  # not the default max_len
+    assert translate(model, small_data, ["Go."], max_len=0, beam_size=2) == ([""], [])
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"batch_size": 0}, ValueError, "batch_size must be at least 1, got 0"),
+    ({"beam_size": 0}, ValueError, "beam_size must be at least 1, got 0"),
+    ({"max_len": -3}, ValueError, "max_len must be at least 0, got -3"),
+])
+def test_translate_names_bad_settings_even_for_no_sentences(small_data, kwargs, error, message):
+    model = _small_model(small_data)
+    for sentences in (["Go."], []):
+        with pytest.raises(error, match=message):
+            translate(model, small_data, sentences, **kwargs)

@@ -150,8 +150,92 @@ def test_checksum_mismatch_names_the_file(tmp_path, monkeypatch):
 
 def test_env_var_pointing_at_a_directory_without_the_file(tmp_path, monkeypatch):
     monkeypatch.setenv(D.DATA_ENV_VAR, str(tmp_path))
-    with pytest.raises(D.DataUnavailableError, match=f"{D.DATA_ENV_VAR} points at .* no fra.txt"):
+    with pytest.raises(D.DataUnavailableError, match=f"{D.DATA_ENV_VAR} points at .* no fra.txt") as info:
         D.locate_fra_eng()
+    message = str(info.value)
+    assert "expected the folder holding the English-French corpus file fra.txt" in message
+    assert D.FRA_ENG_URL in message  # where to get it
+    assert f"unset {D.DATA_ENV_VAR}" in message  # or how to fall back on the cache and the download
+
+
+@pytest.mark.parametrize("target, found", [("missing", "does not exist"), ("d/fra.txt", "is a file, not a folder")])
+def test_env_var_pointing_at_nothing_or_at_the_file_itself(tmp_path, monkeypatch, target, found):
+    _write_corpus(tmp_path / "d")
+    monkeypatch.setenv(D.DATA_ENV_VAR, str(tmp_path / target))
+    with pytest.raises(D.DataUnavailableError, match=f"which {found}: expected the folder holding .*fra.txt"):
+        D.locate_fra_eng()
+
+
+def test_data_dir_without_the_file_says_so(tmp_path):
+    with pytest.raises(D.DataUnavailableError, match=r"data_dir points at .* no fra.txt.*pass data_dir=None") as info:
+        D.locate_fra_eng(data_dir=tmp_path)
+    assert D.FRA_ENG_URL in str(info.value)
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_sentence(tmp_path):
+    path = tmp_path / "fra.txt"
+    path.write_bytes("Go.\tVa !\nHi.\tSalut !\n".encode("utf-8-sig"))
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf")
+    assert D.read_pairs(path) == [("Go.", "Va !"), ("Hi.", "Salut !")]
+    data = D.load_fra_eng(num_steps=4, min_freq=1, data_dir=tmp_path)
+    english = [e for split in data.raw.values() for e, _ in split]
+    assert "Go." in english and not any(e.startswith("\ufeff") for e in english)
+    assert ["go", "."] in [e for split in data.pairs.values() for e, _ in split]
+
+
+@pytest.mark.parametrize("content, message", [
+    ("not-a-checksum\n", r"SHA256SUMS, line 1: expected '<64 hex digits>  <file name>'"),
+    ("0" * 64 + "  other.txt\n", r"SHA256SUMS, line 1 lists other.txt, which is not in"),
+])
+def test_malformed_checksum_file_is_named(tmp_path, monkeypatch, content, message):
+    _write_corpus(tmp_path / "d")
+    (tmp_path / "d" / "SHA256SUMS").write_text(content)
+    monkeypatch.setenv(D.DATA_ENV_VAR, str(tmp_path / "d"))
+    with pytest.raises(ValueError, match=message):
+        D.locate_fra_eng()
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"max_train": -1}, ValueError, "max_train must be at least 1, got -1"),
+    ({"max_train": 0}, ValueError, "max_train must be at least 1, got 0"),
+    ({"max_train": 10.5}, TypeError, r"max_train must be an integer \(at least 1\), got the float 10.5"),
+    ({"num_steps": 1}, ValueError, "num_steps must be at least 2, got 1"),
+    ({"num_steps": "12"}, TypeError, "num_steps must be an integer"),
+    ({"min_freq": 0}, ValueError, "min_freq must be at least 1, got 0"),
+    ({"seed": None}, TypeError, "seed must be an integer"),
+])
+def test_load_fra_eng_names_bad_arguments_before_reading_the_corpus(tmp_path, kwargs, error, message):
+    with pytest.raises(error, match=message):  # the folder is empty: the check comes first
+        D.load_fra_eng(data_dir=tmp_path, **kwargs)
+
+
+def test_tiny_corpus_loads_with_the_smallest_settings(tmp_path):
+    _write_corpus(tmp_path)
+    data = D.load_fra_eng(num_steps=2, min_freq=1, max_train=1, data_dir=tmp_path)
+    assert sum(len(pairs) for pairs in data.pairs.values()) <= 2 and len(data.pairs["train"]) <= 1
+    assert data.tensors("train").src.shape[1] == 2
+
+
+def test_encode_source_refuses_a_string_for_a_list(small_data):
+    with pytest.raises(TypeError, match=r"sentences must be a list of strings \(e.g. \['Go.'\]\), got the str"):
+        small_data.encode_source("Go.")
+    with pytest.raises(TypeError, match=r"sentences\[0\] is a list of length 2"):
+        small_data.encode_source([["go", "."]])
+    src, valid_lens = small_data.encode_source([])
+    assert src.shape == (0, 10) and valid_lens.shape == (0,)
+
+
+def test_splits_and_loaders_name_bad_arguments(small_data):
+    with pytest.raises(ValueError, match=r"split must be one of \['test', 'train', 'val'\], got 'dev'"):
+        small_data.tensors("dev")
+    with pytest.raises(ValueError, match="batch_size must be at least 1, got 0"):
+        small_data.loader("train", batch_size=0)
+    with pytest.raises(ValueError, match="val_percent \\+ test_percent must be at most 100"):
+        D.split_of("Go.", val_percent=60, test_percent=50)
+    with pytest.raises(TypeError, match="english must be a str"):
+        D.split_of(["Go."])
+    with pytest.raises(TypeError, match="num_steps must be an integer"):
+        D.truncate_pad([1], 2.0, 0)
 
 
 @pytest.mark.parametrize("content, message", [
@@ -248,3 +332,16 @@ def test_download_with_wrong_checksum_is_rejected_and_removed(offline, tmp_path,
     with pytest.raises(ValueError, match=r"checksum mismatch for .*fra-eng\.zip downloaded from"):
         D.locate_fra_eng(url=url, sha1="0" * 40)
     assert not (tmp_path / "cache" / "attention_lib" / "fra-eng.zip").exists()
+
+
+def test_vocab_names_indices_where_tokens_belong_and_indices_out_of_range():
+    vocab = D.Vocab([["a", "b", "a"]])
+    assert vocab[("a", "zzz")] == [4, vocab.unk] and vocab.to_tokens(4) == "a"
+    with pytest.raises(TypeError, match=r"takes a token \(str\) or a list of tokens, got the int 4.*to_tokens"):
+        vocab[4]
+    with pytest.raises(TypeError, match="got a torch.Tensor"):
+        vocab[torch.tensor([4])]
+    with pytest.raises(ValueError, match=r"indices must lie in \[0, 6\) \(the vocabulary's size\), got \[6, -1\]"):
+        vocab.to_tokens([4, 6, -1])
+    with pytest.raises(ValueError, match=r"got \[9\]"):
+        vocab.to_tokens(torch.tensor(9))

@@ -71,3 +71,40 @@ def test_compare_bleu_rejects_bad_input():
         compare_bleu({"only": ["a"]}, ["a"])
     with pytest.raises(ValueError, match="'b' has 1 hypotheses but there are 2 references"):
         compare_bleu({"a": ["x", "y"], "b": ["x"]}, ["x", "y"])
+
+
+@pytest.mark.parametrize("args, error, message", [
+    (("a b", "a b", 0), ValueError, "k must be at least 1, got 0"),
+    (("a b", "a b", 2.0), TypeError, r"k must be an integer \(at least 1\), got the float 2.0"),
+    ((["a", "b"], "a b"), TypeError, "pred_seq must be a str of space-separated tokens, got a list of length 2"),
+    (("a b", None), TypeError, "label_seq must be a str of space-separated tokens, got None"),
+])
+def test_bleu_names_bad_arguments(args, error, message):
+    with pytest.raises(error, match=message):
+        bleu(*args)
+
+
+def test_bleu_k_beyond_the_prediction_is_fine():
+    assert bleu("le chat", "le chat", 4) == 1.0
+
+
+def test_corpus_bleu_and_compare_bleu_refuse_a_string_for_a_list():
+    from attention_lib import compare_bleu
+
+    with pytest.raises(TypeError, match=r"hypotheses must be a list of strings \(e.g. \['Go.'\]\), got the str"):
+        corpus_bleu("il est grand .", "il est grand .")
+    with pytest.raises(TypeError, match=r"references must be a list of strings, but references\[0\] is a list"):
+        corpus_bleu(["a b"], [["a", "b"]])
+    with pytest.raises(TypeError, match=r"systems\['b'\] must be a list of strings"):
+        compare_bleu({"a": ["x"], "b": "x"}, ["x"])
+    with pytest.raises(ValueError, match="num_samples must be at least 1, got 0"):
+        compare_bleu({"a": ["x"], "b": ["x"]}, ["x"], num_samples=0)
+    with pytest.raises(TypeError, match="systems must be a dict"):
+        compare_bleu([["x"], ["y"]], ["x"])
+
+
+def test_bleu_by_length_names_a_missing_split(small_data):
+    from attention_lib import bleu_by_length
+
+    with pytest.raises(ValueError, match=r"split must be one of \['test', 'train', 'val'\], got 'dev'"):
+        bleu_by_length(None, small_data, split="dev")

@@ -3,6 +3,7 @@ import math
 
 import pytest
 import torch
+from answer_forms import TENSOR_FORMS, in_form
 
 from attention_lib.exercises import (Feedback, check_additive_scores, check_masked_softmax, check_nadaraya_watson,
                                      check_scaled_dot_product_attention, check_why_not_stack)
@@ -107,7 +108,7 @@ def test_masked_softmax_accepts_solution():
     (not_implemented, "Not implemented yet"),
     (returns_none, "returned None"),
     (lambda s, vl: s[..., :2], "should have shape (2, 3, 5)"),
-    (lambda s, vl: s.tolist(), "return the attention weights"),
+    (lambda s, vl: "weights", "return the attention weights"),
 ])
 def test_masked_softmax_rejects(wrong, phrase):
     assert_rejects(check_masked_softmax(wrong), phrase)
@@ -184,3 +185,74 @@ def test_why_not_stack_accepts_b_in_any_spelling():
 ])
 def test_why_not_stack_rejects(answer, phrase):
     assert_rejects(check_why_not_stack(answer), phrase)
+
+
+# --- any form of a right answer; fixed parameters; odd answers ---------------------------------------
+
+SOLUTIONS = {
+    "nadaraya_watson": (check_nadaraya_watson, nw()),
+    "masked_softmax": (check_masked_softmax, masked_softmax_solution),
+    "scaled_dot_product_attention": (check_scaled_dot_product_attention, sdpa()),
+    "additive_scores": (check_additive_scores, additive_solution),
+}
+
+
+@pytest.mark.parametrize("form", TENSOR_FORMS)
+@pytest.mark.parametrize("name", SOLUTIONS)
+def test_checkers_accept_the_solution_in_any_form(name, form):
+    check, solution = SOLUTIONS[name]
+    feedback = check(in_form(solution, form))
+    assert feedback, feedback
+
+
+@pytest.mark.parametrize("fixed, phrase", [(1.0, "divide the squared distance by 2σ²"),
+                                           (0.5, "that of another σ: use the `bandwidth` argument"),
+                                           (2.0, "that of another σ")])
+def test_nadaraya_watson_rejects_a_fixed_bandwidth(fixed, phrase):
+    assert_rejects(check_nadaraya_watson(lambda xq, xt, yt, bw: nw()(xq, xt, yt, fixed)), phrase)
+
+
+def test_masked_softmax_rejects_fixed_valid_lens():
+    fixed = lambda s, vl: masked_softmax_solution(s, torch.tensor([2, 4]))  # noqa: E731
+    assert_rejects(check_masked_softmax(fixed), "a sentence with no valid key")
+
+
+def test_scaled_dot_product_rejects_a_fixed_scale():
+    def divides_by_four(queries, keys, values):  # √16, right for the first case only
+        return torch.softmax(queries @ keys.transpose(1, 2) / 4, dim=-1) @ values
+    assert_rejects(check_scaled_dot_product_attention(divides_by_four), "scale is that of E = 16", "here E = 9")
+
+
+def test_additive_scores_rejects_fixed_sizes():
+    fixed = lambda q, k, Wq, Wk, wv: additive_solution(q, k, Wq, Wk, wv).reshape(2, 3, 4)  # noqa: E731
+    assert_rejects(check_additive_scores(fixed), "raised RuntimeError")
+
+
+ODD_ANSWERS = [None, "weights", torch.zeros(7, 1), {"weights": 1}, [[1, 2], [3]], object()]
+
+
+@pytest.mark.parametrize("answer", ODD_ANSWERS, ids=lambda a: type(a).__name__)
+@pytest.mark.parametrize("name", SOLUTIONS)
+def test_odd_answers_get_feedback_not_a_traceback(name, answer):
+    check, _ = SOLUTIONS[name]
+    feedback = check(lambda *args: answer)
+    assert isinstance(feedback, Feedback) and not feedback
+    assert any(phrase in feedback.message for phrase in ("returned None", "should have shape (", "returned the str",
+                                                         "returned a dict", "returned a list", "returned a object")), \
+        feedback.message
+
+
+@pytest.mark.parametrize("name", SOLUTIONS)
+def test_an_exception_in_the_answer_becomes_feedback(name):
+    check, _ = SOLUTIONS[name]
+    assert_rejects(check(lambda *args: [][1]), "Your function raised IndexError")
+
+
+@pytest.mark.parametrize("answer", ["b.", "b)", "B "])
+def test_why_not_stack_accepts_punctuation(answer):
+    assert check_why_not_stack(answer)
+
+
+@pytest.mark.parametrize("answer", [2, ["b"], 1.5, torch.tensor(1)])
+def test_why_not_stack_odd_answers(answer):
+    assert_rejects(check_why_not_stack(answer), "not one of the choices")

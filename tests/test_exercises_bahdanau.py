@@ -1,6 +1,7 @@
 """Each chapter-3 checker accepts the solution and rejects typical wrong answers with a specific message."""
 import pytest
 import torch
+from answer_forms import INDEX_FORMS, in_form
 from torch import nn
 
 from attention_lib import GRUCell, gru_update, masked_softmax
@@ -228,3 +229,118 @@ def test_check_best_hypothesis(wrong, message):
     assert check_best_hypothesis(lambda lp, n, a: torch.tensor(lp).div(torch.tensor(n).float().pow(a)).argmax())
     feedback = check_best_hypothesis(wrong)
     assert not feedback and message in feedback.message, feedback.message
+
+
+# --------------------------------------------------------------------------- forms, fixed parameters, odd answers
+
+
+@pytest.mark.parametrize("form", ["list", "numpy", "float64", "float32", "float16"])
+@pytest.mark.parametrize("check, solution", [(check_context, context_solution), (check_decoder_step, step_solution),
+                                             (check_gru_update, gru_solution)], ids=["context", "step", "gru"])
+def test_checkers_accept_the_solution_in_any_form(check, solution, form):
+    feedback = check(in_form(solution, form))
+    assert feedback, feedback
+
+
+def test_check_context_accepts_a_list_pair():
+    assert check_context(lambda s, h, n: list(context_solution(s, h, n)))
+
+
+def test_check_context_rejects_fixed_valid_lens():
+    feedback = check_context(lambda s, h, n: context_solution(s, h, torch.tensor([5, 3, 1])))
+    assert not feedback and "raised RuntimeError" in feedback.message, feedback.message
+
+
+def test_check_context_rejects_a_fixed_shape():
+    feedback = check_context(lambda s, h, n: (context_solution(s, h, n)[0].reshape(3, 4), context_solution(s, h, n)[1]))
+    assert not feedback and "raised RuntimeError" in feedback.message, feedback.message
+
+
+def test_check_decoder_step_rejects_fixed_sizes():
+    def fixed(attend, gru, y_prev, prev_state):
+        context = attend(prev_state.reshape(2, 4))
+        return gru(y_prev, context, prev_state), context
+    feedback = check_decoder_step(fixed)
+    assert not feedback and "raised RuntimeError" in feedback.message, feedback.message
+
+
+def gru_fixed_state_size(x, s, W, b):
+    """Right for Dh = 4 only: slices at 4 and 8."""
+    r, z = _gates(x, s, W, b)
+    return z * s + (1 - z) * torch.tanh(x[:, 8:] + (r * s) @ W[8:].T + b[8:])
+
+
+def test_check_gru_update_rejects_a_fixed_state_size():
+    feedback = check_gru_update(gru_fixed_state_size)
+    assert not feedback and "raised RuntimeError" in feedback.message, feedback.message
+
+
+def stock_gru_fixed_sizes(cell):
+    gru = nn.GRU(5, 5, batch_first=True)
+    with torch.no_grad():
+        for ours, theirs in ((gru.weight_ih_l0, cell.weight_ih), (gru.weight_hh_l0, cell.weight_hh),
+                             (gru.bias_ih_l0, cell.bias_ih), (gru.bias_hh_l0, cell.bias_hh)):
+            ours.copy_(theirs)
+    return gru
+
+
+def test_check_stock_gru_rejects_fixed_sizes_and_accepts_float64():
+    feedback = check_stock_gru(stock_gru_fixed_sizes)
+    assert not feedback and "raised RuntimeError" in feedback.message, feedback.message
+    assert check_stock_gru(lambda cell: stock_gru_solution(cell).double())
+
+
+class BrokenGRU(nn.GRU):
+    def forward(self, *args):
+        raise RuntimeError("broken")
+
+
+def test_check_stock_gru_reports_a_gru_that_fails_to_run():
+    feedback = check_stock_gru(lambda cell: BrokenGRU(5, 5, batch_first=True))
+    assert not feedback and feedback.message == "Running your GRU failed: Your function raised RuntimeError: broken"
+
+
+@pytest.mark.parametrize("form", INDEX_FORMS)
+def test_check_best_hypothesis_accepts_any_integer_form(form):
+    feedback = check_best_hypothesis(in_form(best_solution, form))
+    assert feedback, feedback
+
+
+@pytest.mark.parametrize("fixed", [0.5, 0.75, 1.0])
+def test_check_best_hypothesis_rejects_a_fixed_alpha(fixed):
+    feedback = check_best_hypothesis(lambda lp, n, a: best_solution(lp, n, fixed))
+    assert not feedback and "alpha" in feedback.message, feedback.message
+
+
+def test_check_best_hypothesis_rejects_an_index_out_of_range():
+    feedback = check_best_hypothesis(lambda lp, n, a: len(lp))
+    assert not feedback and "Return an index into the 4 hypotheses" in feedback.message
+
+
+ODD_ANSWERS = [None, "a string", torch.zeros(2, 7, 9), {"a": 1}, 3.5]
+
+
+@pytest.mark.parametrize("answer", ODD_ANSWERS, ids=lambda a: type(a).__name__)
+@pytest.mark.parametrize("check", [check_context, check_decoder_step, check_gru_update, check_stock_gru,
+                                   check_best_hypothesis])
+def test_odd_answers_get_feedback_not_a_traceback(check, answer):
+    feedback = check(lambda *args: answer)
+    assert not feedback and str(feedback).startswith("❌")
+    assert not feedback.message.startswith("Your answer could not be checked"), feedback.message
+
+
+@pytest.mark.parametrize("check", [check_context, check_decoder_step, check_gru_update, check_stock_gru,
+                                   check_best_hypothesis])
+def test_an_exception_in_the_answer_becomes_feedback(check):
+    feedback = check(lambda *args: 1 / 0)
+    assert not feedback and "Your function raised ZeroDivisionError" in feedback.message
+
+
+@pytest.mark.parametrize("check, answer", [
+    (check_context, lambda s, h, n: (torch.zeros(3, 4), torch.zeros(3, 5), torch.zeros(1))),
+    (check_decoder_step, lambda a, g, y, s: (g(y, a(s), s), "context")),
+    (check_gru_update, lambda x, s, W, b: torch.zeros(3, 4, dtype=torch.complex64)),
+])
+def test_half_right_answers_get_feedback(check, answer):
+    feedback = check(answer)
+    assert not feedback and not feedback.message.startswith("Your answer could not be checked"), feedback.message

@@ -7,6 +7,7 @@ import torch
 from attention_lib import bleu, preprocess, truncate_pad
 from attention_lib.exercises.seq2seq import _bleu_variant
 from attention_lib.exercises import check_bleu, check_preprocess, check_teacher_forcing_input, check_truncate_pad
+from answer_forms import in_form
 
 
 def test_feedback_is_truthy_only_when_passed():
@@ -84,3 +85,79 @@ def test_check_bleu(switch, message):
 def test_check_bleu_other_mistakes_show_a_case():
     feedback = check_bleu(lambda p, l, k: 0.5)
     assert not feedback and "expected 1.0000" in feedback.message
+
+
+# --------------------------------------------------------------------------- forms, fixed parameters, odd answers
+
+
+@pytest.mark.parametrize("form", ["list", "tuple", "numpy", "float64", "float16"])
+def test_check_truncate_pad_accepts_any_form(form):
+    feedback = check_truncate_pad(in_form(truncate_pad, form))
+    assert feedback, feedback
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (lambda ix, n, pad: truncate_pad(ix, n, 0), "Pad with the `pad` argument (1), not with 0"),
+    (lambda ix, n, pad: truncate_pad(ix, 5, pad), "expected 4"),
+    (lambda ix, n, pad: truncate_pad(ix, n, 1), "Pad with the `pad` argument (0), not with 1"),
+])
+def test_check_truncate_pad_rejects_fixed_parameters(wrong, message):
+    feedback = check_truncate_pad(wrong)
+    assert not feedback and message in feedback.message, feedback.message
+
+
+@pytest.mark.parametrize("form", ["list", "tuple", "numpy", "float64", "float32", "float16", "list_of_rows"])
+def test_check_teacher_forcing_input_accepts_any_form(form):
+    feedback = check_teacher_forcing_input(in_form(_solution_teacher_forcing, form))
+    assert feedback, feedback
+
+
+def test_check_teacher_forcing_input_rejects_a_fixed_bos():
+    feedback = check_teacher_forcing_input(lambda y, bos: _solution_teacher_forcing(y, 1))
+    assert not feedback and "first column must be <bos>, the `bos` argument (3)" in feedback.message
+
+
+def test_check_teacher_forcing_input_rejects_a_fixed_shape():
+    feedback = check_teacher_forcing_input(lambda y, bos: _solution_teacher_forcing(y, bos).reshape(2, 5))
+    assert not feedback and "raised RuntimeError" in feedback.message
+
+
+@pytest.mark.parametrize("form", ["numpy", "numpy32", "tensor", "tensor64", "float16", "one_element"])
+def test_check_bleu_accepts_any_form(form):
+    feedback = check_bleu(in_form(bleu, form))
+    assert feedback, feedback
+
+
+@pytest.mark.parametrize("fixed", [1, 2, 3])
+def test_check_bleu_rejects_a_fixed_k(fixed):
+    feedback = check_bleu(lambda p, l, k: bleu(p, l, fixed))
+    assert not feedback and f"n-grams up to {fixed} whatever k is" in feedback.message, feedback.message
+
+
+def test_check_preprocess_rejects_an_answer_that_ignores_its_input():
+    feedback = check_preprocess(lambda t: preprocess("Go."))
+    assert not feedback and "expected 'hello , world !'" in feedback.message
+
+
+ODD_ANSWERS = [(None, "None"), ("le chat", "the str 'le chat'"), (torch.zeros(2, 3, 4), "(2, 3, 4)"),
+               ({"a": 1}, "a dict")]
+
+
+@pytest.mark.parametrize("answer, named", ODD_ANSWERS)
+@pytest.mark.parametrize("check, arity", [(check_truncate_pad, 3), (check_teacher_forcing_input, 2),
+                                          (check_bleu, 3), (check_preprocess, 1)])
+def test_odd_answers_get_feedback_naming_them(check, arity, answer, named):
+    if check is check_preprocess and isinstance(answer, str):
+        answer = 42
+        named = "the int 42"
+    feedback = check(lambda *args: answer)
+    assert not feedback and "❌" in str(feedback)
+    assert named in feedback.message or (answer is None and "returned None" in feedback.message), feedback.message
+
+
+@pytest.mark.parametrize("check", [check_truncate_pad, check_teacher_forcing_input, check_bleu, check_preprocess])
+def test_an_exception_in_the_answer_becomes_feedback(check):
+    def broken(*args):
+        raise KeyError("oops")
+    feedback = check(broken)
+    assert not feedback and "Your function raised KeyError: 'oops'" in feedback.message

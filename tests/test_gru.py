@@ -90,3 +90,24 @@ def test_bad_shapes_are_named():
         GRUCell(5, 7)(torch.randn(2, 5), torch.randn(2, 7), torch.randn(2, 3))
     with pytest.raises(ValueError, match=r"input_proj must be \(B, 3\*Dh\)"):
         gru_update(torch.randn(2, 20), torch.randn(2, 7), cell.weight_hh, cell.bias_hh)
+
+
+@pytest.mark.parametrize("args, error, message", [
+    ((torch.randn(1, 21), torch.randn(3, 7)), ValueError, r"state of shape \(B, Dh\)=\(3, 7\), got \(1, 21\)"),
+    ((torch.randn(3, 21), [[0.0] * 7] * 3), TypeError, r"state must be a floating-point torch.Tensor, got a list"),
+    ((torch.randn(3, 21).long(), torch.randn(3, 7)), TypeError, r"input_proj must be a floating-point torch.Tensor, "
+                                                                r"got dtype torch.int64"),
+    ((torch.randn(3, 21).double(), torch.randn(3, 7)), TypeError, r"input_proj has dtype torch.float64 but state"),
+    ((torch.randn(3, 21), torch.randn(7)), ValueError, r"state must be \(B, Dh\), got \(7,\)"),
+])
+def test_gru_update_names_bad_inputs_and_never_broadcasts_silently(args, error, message):
+    cell = GRUCell(5, 7)
+    with pytest.raises(error, match=message):
+        gru_update(*args, cell.weight_hh, cell.bias_hh)
+
+
+def test_gru_update_checks_the_bias_and_allows_none():
+    cell = GRUCell(5, 7)
+    with pytest.raises(ValueError, match=r"bias_hh must be \(3\*Dh,\)=\(21,\) or None, got \(20,\)"):
+        gru_update(torch.randn(3, 21), torch.randn(3, 7), cell.weight_hh, cell.bias_hh[:20])
+    assert gru_update(torch.randn(3, 21), torch.randn(3, 7), cell.weight_hh, None).shape == (3, 7)

@@ -1,4 +1,7 @@
 """masked_softmax and valid_lens_to_mask: parity with d2l, the mask convention, half precision, errors."""
+import re
+
+import numpy as np
 import pytest
 import torch
 from d2l import torch as d2l
@@ -101,7 +104,7 @@ def test_error_valid_lens_wrong_dtype():
 
 
 def test_error_valid_lens_wrong_batch_or_query_count():
-    with pytest.raises(ValueError, match=r"valid_lens must have shape \(B,\) or \(B, Lq\) with B=2, got \(3,\)"):
+    with pytest.raises(ValueError, match=r"valid_lens must have shape \(B,\) or \(B, Lq\) with B=2, Lq=3, got \(3,\)"):
         masked_softmax(torch.randn(2, 3, 4), torch.tensor([1, 2, 3]))
     with pytest.raises(ValueError, match=r"must have Lq=3, got \(2, 2\)"):
         masked_softmax(torch.randn(2, 3, 4), torch.tensor([[1, 2], [3, 4]]))
@@ -127,3 +130,46 @@ def test_error_scores_not_float_or_too_few_dims():
         masked_softmax(torch.ones(2, 3, dtype=torch.long))
     with pytest.raises(ValueError, match=r"attn_scores must have shape \(..., Lq, Lk\), got \(4,\)"):
         masked_softmax(torch.randn(4))
+
+
+# --- valid_lens and masks of the wrong kind: one clear error, from one place --------------------------
+
+
+@pytest.mark.parametrize("valid_lens, got", [
+    ([1, 2], "got a list of length 2 \\(convert it with torch.as_tensor"),
+    ((1, 2), "got a tuple of length 2"),
+    (np.array([1, 2]), "got a NumPy array of shape \\(2,\\) and dtype int64"),
+    (2, "got the int 2"),
+])
+def test_valid_lens_that_is_not_a_tensor_is_named(valid_lens, got):
+    with pytest.raises(TypeError, match=r"valid_lens must be a torch.Tensor of integer lengths with shape "
+                                        r"\(B,\) or \(B, Lq\) with B=2, Lq=3, " + got):
+        masked_softmax(torch.randn(2, 3, 4), valid_lens)
+    with pytest.raises(TypeError, match=r"valid_lens must be a torch.Tensor of integer lengths with shape "
+                                        r"\(B,\) or \(B, Lq\), " + got):
+        valid_lens_to_mask(valid_lens, 4)
+
+
+@pytest.mark.parametrize("valid_lens", [torch.tensor(2), torch.ones(2, 3, 1, dtype=torch.long)])
+def test_valid_lens_of_the_wrong_rank_is_named(valid_lens):
+    expected = f"valid_lens must have shape (B,) or (B, Lq) with B=2, Lq=3, got {tuple(valid_lens.shape)}"
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        masked_softmax(torch.randn(2, 3, 4), valid_lens)
+
+
+@pytest.mark.parametrize("mask, got", [
+    (np.ones((3, 4), dtype=bool), r"got a NumPy array of shape \(3, 4\) and dtype bool \(convert it with"),
+    ([[True] * 4] * 3, r"got a list of length 3"),
+    (True, r"got the bool True"),
+])
+def test_mask_that_is_not_a_tensor_is_named(mask, got):
+    with pytest.raises(TypeError, match=r"mask must be a bool torch.Tensor \(True = may attend\) broadcastable to "
+                                        r"the scores' shape \(2, 3, 4\) \(..., Lq, Lk\), " + got):
+        masked_softmax(torch.randn(2, 3, 4), mask=mask)
+
+
+def test_valid_lens_to_mask_checks_num_kv():
+    with pytest.raises(ValueError, match="num_kv must be at least 0, got -1"):
+        valid_lens_to_mask(torch.tensor([0]), -1)
+    with pytest.raises(TypeError, match="num_kv must be an integer"):
+        valid_lens_to_mask(torch.tensor([0]), 2.0)

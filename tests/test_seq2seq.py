@@ -71,5 +71,58 @@ def test_bad_source_is_named(bad, message):
 
 
 def test_bad_valid_lens_shape_is_named():
-    with pytest.raises(ValueError, match=r"src_valid_lens must have shape \(B,\)=\(2,\)"):
+    with pytest.raises(ValueError, match=r"src_valid_lens must have shape \(B,\) with B=2, got \(3,\)"):
         make_model().encoder(torch.zeros(2, 5, dtype=torch.long), torch.tensor([1, 2, 3]))
+
+
+@pytest.mark.parametrize("src_valid_lens, error, message", [
+    ([5, 3], TypeError, r"src_valid_lens must be a torch.Tensor of integer lengths with shape \(B,\) with B=2, "
+                        r"got a list of length 2 \(convert it with torch.as_tensor"),
+    (torch.tensor(5), ValueError, r"src_valid_lens must have shape \(B,\) with B=2, got \(\)"),
+    (torch.tensor([6, 3]), ValueError, r"src_valid_lens must lie in \[0, 5\]"),
+    (torch.tensor([-1, 3]), ValueError, r"src_valid_lens must lie in \[0, 5\]"),
+    (torch.tensor([5.0, 3.0]), TypeError, r"src_valid_lens must hold integers"),
+])
+def test_bad_valid_lens_is_named_by_the_encoder_and_by_decoding(src_valid_lens, error, message):
+    model = make_model()
+    src = torch.randint(4, V_SRC, (2, 5))
+    with pytest.raises(error, match=message):
+        model.encoder(src, src_valid_lens)
+    with pytest.raises(error, match=message):
+        greedy_decode(model, src, src_valid_lens, bos=1, eos=2, max_len=3)
+
+
+def test_empty_source_is_named():
+    with pytest.raises(ValueError, match=r"src must hold at least one sentence of at least one token, got shape \(2, 0\)"):
+        make_model().encoder(torch.zeros(2, 0, dtype=torch.long))
+
+
+def test_max_len_zero_gives_empty_outputs_in_greedy_and_beam_search():
+    from attention_lib import BahdanauDecoder, beam_search
+
+    set_seed(0)
+    model = EncoderDecoder(Seq2SeqEncoder(V_SRC, E, HD), BahdanauDecoder(V_TGT, E, HD)).eval()
+    src, lens = torch.randint(4, V_SRC, (3, 5)), torch.tensor([5, 2, 1])
+    greedy = greedy_decode(model, src, lens, bos=1, eos=2, max_len=0)
+    beam = beam_search(model, src, lens, bos=1, eos=2, max_len=0, beam_size=3)
+    assert greedy == beam == ([[], [], []], [])
+    assert greedy_decode(make_model(), src, lens, bos=1, eos=2, max_len=0) == ([[], [], []], [])
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"max_len": -1}, ValueError, "max_len must be at least 0, got -1"),
+    ({"max_len": 2.5}, TypeError, r"max_len must be an integer \(at least 0\), got the float 2.5"),
+    ({"max_len": None}, TypeError, "max_len must be an integer"),
+    ({"bos": V_TGT}, ValueError, rf"bos must be a token index of the target vocabulary, in \[0, {V_TGT}\), got {V_TGT}"),
+    ({"eos": -2}, ValueError, "eos must be at least 0, got -2"),
+])
+def test_bad_decoding_arguments_are_named_the_same_by_greedy_and_beam_search(kwargs, error, message):
+    from attention_lib import BahdanauDecoder, beam_search
+
+    set_seed(0)
+    model = EncoderDecoder(Seq2SeqEncoder(V_SRC, E, HD), BahdanauDecoder(V_TGT, E, HD)).eval()
+    args = {"bos": 1, "eos": 2, "max_len": 3, **kwargs}
+    src = torch.randint(4, V_SRC, (2, 5))
+    for decode in (greedy_decode, beam_search):
+        with pytest.raises(error, match=message):
+            decode(model, src, None, **args)

@@ -1,11 +1,23 @@
-"""The result every checker returns."""
+"""The result every checker returns, and the one place where a reader's answer is run and read.
+
+Every checker follows the same pattern: :func:`run_safely` calls the reader's function (an exception
+becomes feedback), a ``read_*`` helper turns whatever came back into the kind of value the exercise
+asks for (a tensor, a number, an index, a string; lists, tuples, NumPy arrays and tensors of any
+float dtype are all fine) or into feedback naming what came back instead, and :func:`close`
+compares with a tolerance that suits the dtype. The :func:`checker` decorator is the last guard: if
+checking still fails on an answer nobody foresaw, the reader gets feedback, not a traceback.
+"""
 from __future__ import annotations
 
+import functools
 import html
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
+
+from .._checks import describe
 
 
 @dataclass(frozen=True)
@@ -43,12 +55,30 @@ class Feedback:
         return cls(False, message)
 
 
+def checker(check):
+    """Decorate every ``check_*`` with this: an exception while checking becomes feedback, never a traceback.
+
+    The ``read_*`` helpers catch the answers one can foresee (None, a string, a wrong shape); this
+    catches the rest, e.g. an object that breaks halfway through a comparison.
+    """
+    @functools.wraps(check)
+    def guarded(*args, **kwargs) -> Feedback:
+        try:
+            return check(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - any failure on an odd answer becomes feedback
+            return Feedback.wrong(f"Your answer could not be checked ({type(exc).__name__}: {exc}). Make sure "
+                                  "your function returns what the exercise asks for, in the shape it gives.")
+    return guarded
+
+
 def run_safely(fn, *args):
     """Call the reader's function; turn an exception into a Feedback instead of a traceback.
 
     Returns ``(result, None)`` or ``(None, feedback)``. Test ``error is not None``, not ``if error``:
     a failed :class:`Feedback` is falsy.
     """
+    if not callable(fn):
+        return None, Feedback.wrong(f"Pass your function itself (e.g. check(my_function)), got {describe(fn)}.")
     try:
         return fn(*args), None
     except NotImplementedError:
@@ -57,10 +87,170 @@ def run_safely(fn, *args):
         return None, Feedback.wrong(f"Your function raised {type(exc).__name__}: {exc}")
 
 
-def close(got, expected: Tensor, atol: float = 1e-5) -> bool:
-    """True if ``got`` is a tensor of ``expected``'s shape and the same values up to rounding.
+# --------------------------------------------------------------------------- reading the answer
 
-    Compared in float64, so a reader's float32 or float16 answer is judged on its values alone.
+
+def read_tensor(got, what: str, shape=None) -> tuple[Tensor | None, Feedback | None]:
+    """The reader's answer as a CPU tensor, or the feedback saying why it is not one.
+
+    Tensors of any device and dtype, NumPy arrays and scalars, (nested) lists and tuples of numbers or
+    of tensors are all read; None, strings and other objects are named. With ``shape``, a tensor of
+    another shape is named too.
+
+    Shapes:
+        got: anything; returns: a tensor (of ``shape`` when given) or None, and None or a Feedback
     """
-    return isinstance(got, Tensor) and got.shape == expected.shape and bool(
-        torch.allclose(got.double(), expected.double(), atol=atol, rtol=1e-4))
+    if got is None:
+        return None, Feedback.wrong(f"Your function returned None: return the {what}.")
+    if isinstance(got, Tensor):
+        tensor = got.detach().cpu()
+    else:
+        tensor = _numbers_to_tensor(got)
+        if tensor is None:
+            return None, Feedback.wrong(f"Your function returned {describe(got)}: return the {what} as a "
+                                        "torch.Tensor (a NumPy array or a list of numbers is fine too).")
+    if tensor.is_complex():
+        return None, Feedback.wrong(f"Your {what} are complex numbers ({tensor.dtype}): return real numbers.")
+    if shape is not None and tensor.shape != tuple(shape):
+        return None, Feedback.wrong(f"The {what} should have shape {tuple(shape)}, yours has shape "
+                                    f"{tuple(tensor.shape)}.")
+    return tensor, None
+
+
+def _numbers_to_tensor(value) -> Tensor | None:
+    """NumPy arrays and scalars, Python numbers and (nested) sequences of them or of tensors; else None."""
+    if isinstance(value, (str, bytes, dict, set)):
+        return None
+    try:
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, Tensor) for v in value):
+            return torch.stack([v.detach().cpu() for v in value])
+        array = np.asarray(value)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    if array.dtype.kind not in "biuf":
+        return None  # strings, objects, ragged lists
+    if array.dtype.kind == "u" or (array.dtype.kind == "f" and array.dtype.itemsize > 8):
+        array = array.astype(np.int64 if array.dtype.kind == "u" else np.float64)  # types torch lacks
+    return torch.from_numpy(np.array(array))  # a copy: contiguous, writable, our own
+
+
+def read_number(got, what: str) -> tuple[Tensor | None, Feedback | None]:
+    """One real number (Python or NumPy scalar, or a one-element tensor/array/list) as a 0-d tensor.
+
+    The tensor keeps the answer's dtype, so :func:`close` allows float16 its rounding.
+
+    Shapes:
+        returns: a 0-d tensor or None, and None or a Feedback
+    """
+    if got is None:
+        return None, Feedback.wrong(f"Your function returned None: return the {what}.")
+    if isinstance(got, (bool, np.bool_)):
+        tensor = None
+    else:
+        tensor = got.detach().cpu() if isinstance(got, Tensor) else _numbers_to_tensor(got)
+    if tensor is None or tensor.numel() != 1 or tensor.dtype == torch.bool or tensor.is_complex():
+        return None, Feedback.wrong(f"Return the {what} as one number, got {describe(got)}.")
+    return tensor.reshape(()), None
+
+
+def read_index(got, what: str) -> tuple[int | None, Feedback | None]:
+    """An index: a Python or NumPy integer, or a one-element integer tensor/array, as an int.
+
+    A float (even 2.0) or a bool is not an index (``hypotheses[2.0]`` fails), and is named.
+
+    Shapes:
+        returns: an int or None, and None or a Feedback
+    """
+    value = got
+    if (isinstance(value, np.ndarray) and value.size == 1) or (isinstance(value, Tensor) and value.numel() == 1):
+        value = value.reshape(()).tolist()  # a Python int, float or bool
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value), None
+    return None, Feedback.wrong(f"Return the {what} as an int, got {describe(got)}.")
+
+
+def read_tokens(got, what: str, dim: int) -> tuple[Tensor | None, Feedback | None]:
+    """Token indices with ``dim`` dimensions (a list, tuple, NumPy array or tensor) as a long tensor.
+
+    Whole numbers stored as floats (``[5.0, 6.0]``) are read as the indices they are; 5.5 is named.
+
+    Shapes:
+        returns: a long tensor with ``dim`` dimensions or None, and None or a Feedback
+    """
+    tensor, error = read_tensor(got, what)
+    if error is not None:
+        return None, error
+    if tensor.dim() != dim:
+        return None, Feedback.wrong(f"Return the {what} with {dim} dimension{'s' * (dim > 1)}, got "
+                                    f"{describe(got)}.")
+    if tensor.dtype.is_floating_point and not bool((tensor == tensor.round()).all()):
+        return None, Feedback.wrong(f"Token indices are whole numbers; your {what} hold "
+                                    f"{tensor[tensor != tensor.round()][:3].tolist()}.")
+    return tensor.long(), None
+
+
+def read_text(got, what: str) -> tuple[str | None, Feedback | None]:
+    """A string, or the feedback naming what came back instead.
+
+    Shapes:
+        returns: a str or None, and None or a Feedback
+    """
+    if isinstance(got, str):
+        return str(got), None
+    if got is None:
+        return None, Feedback.wrong(f"Your function returned None: return the {what}.")
+    return None, Feedback.wrong(f"Your function returned {describe(got)}: return the {what} as a str.")
+
+
+def read_tensors(got, names: tuple[str, ...], shapes=None) -> tuple[list[Tensor] | None, Feedback | None]:
+    """A tuple (or list) of tensors, such as ``(context, attn_weights)``, each read by :func:`read_tensor`.
+
+    Shapes:
+        returns: a list of len(names) tensors or None, and None or a Feedback
+    """
+    pair = ", ".join(names)
+    if not (isinstance(got, (tuple, list)) and len(got) == len(names)):
+        return None, Feedback.wrong(f"Return a pair ({pair}); got {describe(got)}.")
+    tensors = []
+    for name, value, shape in zip(names, got, shapes or [None] * len(names)):
+        tensor, error = read_tensor(value, name, shape)
+        if error is not None:
+            return None, Feedback.wrong(f"{name}: {error.message}")
+        tensors.append(tensor)
+    return tensors, None
+
+
+# --------------------------------------------------------------------------- comparing
+
+
+_TOLERANCES = {  # (atol, rtol) by dtype: float16 keeps about 3 decimal digits, bfloat16 about 2
+    torch.float64: (1e-7, 1e-6), torch.float32: (1e-5, 1e-4),
+    torch.float16: (1e-2, 1e-2), torch.bfloat16: (5e-2, 5e-2),
+}
+
+
+def tolerance(*tensors: Tensor) -> tuple[float, float]:
+    """``(atol, rtol)`` for comparing these tensors: that of the least precise floating dtype among them.
+
+    Shapes:
+        tensors: any; returns: two floats
+    """
+    floats = [_TOLERANCES.get(t.dtype, _TOLERANCES[torch.float32]) for t in tensors if t.dtype.is_floating_point]
+    if not floats:
+        return 0.0, 0.0  # integers are compared exactly
+    return max(f[0] for f in floats), max(f[1] for f in floats)
+
+
+def close(got, expected: Tensor) -> bool:
+    """True if ``got`` is a tensor of ``expected``'s shape and the same values up to the dtype's rounding.
+
+    Compared in float64, with the tolerance of the less precise of the two dtypes (:func:`tolerance`),
+    so a reader's float64, float32 or float16 answer is judged on its values alone.
+
+    Shapes:
+        got, expected: the same shape; returns: bool
+    """
+    if not isinstance(got, Tensor) or got.shape != expected.shape or got.is_complex():
+        return False
+    atol, rtol = tolerance(got, expected)
+    return bool(torch.allclose(got.detach().cpu().double(), expected.detach().cpu().double(), atol=atol, rtol=rtol))

@@ -15,22 +15,10 @@ from torch import Tensor
 
 from ..attention import scaled_dot_product_attention
 from ..masking import masked_softmax, valid_lens_to_mask
-from ._feedback import Feedback, close, run_safely
+from ._feedback import Feedback, checker, close, read_tensor, run_safely, tolerance
 
 __all__ = ["check_nadaraya_watson", "check_masked_softmax", "check_scaled_dot_product_attention",
            "check_additive_scores", "check_why_not_stack"]
-
-
-def _as_result(got, expected: Tensor, what: str) -> Feedback | None:
-    """None if ``got`` is a tensor of the expected shape; otherwise the Feedback saying what is off."""
-    if got is None:
-        return Feedback.wrong(f"Your function returned None: return the {what}.")
-    if not isinstance(got, Tensor):
-        return Feedback.wrong(f"Your function returned a {type(got).__name__}: return the {what} as a torch.Tensor.")
-    if got.shape != expected.shape:
-        return Feedback.wrong(f"The {what} should have shape {tuple(expected.shape)}, yours has shape "
-                              f"{tuple(got.shape)}.")
-    return None
 
 
 # --- 01: attention pooling as kernel regression ------------------------------------------------------
@@ -46,26 +34,31 @@ def _nadaraya_watson(x_query: Tensor, x_train: Tensor, y_train: Tensor, bandwidt
     return attn_weights @ y_train  # (n,)
 
 
+@checker
 def check_nadaraya_watson(fn) -> Feedback:
     """Check ``fn(x_query, x_train, y_train, bandwidth) -> predictions`` (Gaussian-kernel regression).
 
-    The prediction at x is Σ_i softmax_i(-(x - x_i)² / (2σ²)) · y_i, with σ the bandwidth.
+    The prediction at x is Σ_i softmax_i(-(x - x_i)² / (2σ²)) · y_i, with σ the bandwidth. Three
+    bandwidths and two data sets of different sizes, so an answer that fixes σ or a size is caught.
 
     Shapes:
-        fn: ((n,), (m,), (m,), float) -> (n,)
+        fn: ((n,), (m,), (m,), float) -> (n,) (a tensor, NumPy array or list)
     """
     gen = torch.Generator().manual_seed(0)
     x_train = torch.sort(torch.rand(12, generator=gen) * 5).values.double()
     y_train = (2 * torch.sin(x_train) + x_train).double()
     x_query = torch.linspace(0, 5, 7, dtype=torch.float64)
-    for bandwidth in (1.0, 0.5):
+    other_train = torch.sort(torch.rand(9, generator=gen) * 3).values.double()
+    cases = [(x_query, x_train, y_train, 1.0), (x_query, x_train, y_train, 0.5),
+             (torch.linspace(-0.5, 3.5, 4, dtype=torch.float64), other_train, torch.cos(2 * other_train), 2.0)]
+    for x_query, x_train, y_train, bandwidth in cases:
         got, error = run_safely(fn, x_query.clone(), x_train.clone(), y_train.clone(), bandwidth)
         if error is not None:
             return error
         expected = _nadaraya_watson(x_query, x_train, y_train, bandwidth)
-        bad = _as_result(got, expected, "predictions, one per query")
-        if bad is not None:
-            return bad
+        got, error = read_tensor(got, "predictions, one per query", expected.shape)
+        if error is not None:
+            return error
         if close(got, expected):
             continue
         if close(got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, dim=0)):
@@ -81,6 +74,9 @@ def check_nadaraya_watson(fn) -> Feedback:
                                  or close(got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, power=1))):
             return Feedback.wrong(f"With bandwidth σ={bandwidth} your result is off: divide the squared distance by "
                                   "2σ² (σ squared), not by 2 or by 2σ.")
+        if any(close(got, _nadaraya_watson(x_query, x_train, y_train, fixed)) for fixed in (1.0, 0.5, 2.0)):
+            return Feedback.wrong(f"With bandwidth σ={bandwidth} your result is that of another σ: use the "
+                                  "`bandwidth` argument, not a fixed number.")
         return Feedback.wrong(f"With bandwidth {bandwidth}: expected {expected[:3].tolist()} … for the first queries, "
                               f"got {got[:3].tolist()} …")
     return Feedback.ok("Correct: a Gaussian kernel turned into weights by a softmax over the training points.")
@@ -88,19 +84,21 @@ def check_nadaraya_watson(fn) -> Feedback:
 
 # --- 02: masked softmax ------------------------------------------------------------------------------
 
+@checker
 def check_masked_softmax(fn) -> Feedback:
     """Check ``fn(attn_scores, valid_lens) -> attn_weights``, a softmax over the keys that ignores padding.
 
     Keys at positions ``>= valid_lens[b]`` get weight 0; a query with no valid key gets all zeros.
 
     Shapes:
-        fn: ((B, Lq, Lk) float, (B,) int) -> (B, Lq, Lk)
+        fn: ((B, Lq, Lk) float, (B,) int) -> (B, Lq, Lk) (a tensor of any float dtype, NumPy array or list)
     """
     gen = torch.Generator().manual_seed(0)
     cases = [
         ("three queries, padded keys", torch.randn(2, 3, 5, generator=gen), torch.tensor([2, 4])),
         ("a sentence with no valid key", torch.randn(2, 2, 4, generator=gen), torch.tensor([0, 3])),
         ("float16 scores as large as 1e4", (torch.randn(2, 2, 4, generator=gen) * 1e4).half(), torch.tensor([1, 4])),
+        ("three sentences, one query each", torch.randn(3, 1, 6, generator=gen).double(), torch.tensor([6, 1, 3])),
     ]
     for name, scores, valid_lens in cases:
         got, error = run_safely(fn, scores.clone(), valid_lens.clone())
@@ -110,11 +108,10 @@ def check_masked_softmax(fn) -> Feedback:
         if error is not None:
             return error
         expected = masked_softmax(scores, valid_lens)
-        bad = _as_result(got, expected, "attention weights (same shape as the scores)")
-        if bad is not None:
-            return bad
-        atol = 1e-3 if scores.dtype == torch.float16 else 1e-5
-        if close(got, expected, atol):
+        got, error = read_tensor(got, "attention weights (same shape as the scores)", expected.shape)
+        if error is not None:
+            return error
+        if close(got, expected):
             continue
         allowed = valid_lens_to_mask(valid_lens, scores.shape[-1])[:, None, :].expand_as(scores)  # (B, Lq, Lk)
         empty_rows = ~allowed.any(-1)  # (B, Lq)
@@ -125,68 +122,81 @@ def check_masked_softmax(fn) -> Feedback:
                                       "masked keys to 0 after the softmax.")
             return Feedback.wrong(f"Case '{name}': your weights contain NaN. In float16 a fill value like -1e9 "
                                   "overflows to -inf: use torch.finfo(attn_scores.dtype).min.")
-        if close(got.float(), torch.softmax(scores.float(), dim=-1) * allowed, atol):
+        if close(got, torch.softmax(scores.double(), dim=-1) * allowed):
             return Feedback.wrong(f"Case '{name}': the mask is applied after the softmax. Zeroing weights afterwards "
                                   "leaves rows that no longer sum to 1; mask the *scores* (a very negative fill) "
                                   "before the softmax.")
-        column_sums = got.float().sum(dim=1)  # (B, Lk): 1 at valid keys if the softmax ran over the queries
+        column_sums = got.double().sum(dim=1)  # (B, Lk): 1 at valid keys if the softmax ran over the queries
+        row_sums = got.double().sum(dim=-1)[~empty_rows]
         valid_columns = allowed[:, 0, :]  # (B, Lk)
-        if close(column_sums[valid_columns], torch.ones_like(column_sums[valid_columns]), atol) and \
-                not close(got.float().sum(-1)[~empty_rows], torch.ones_like(got.float().sum(-1)[~empty_rows]), atol):
+        if scores.shape[1] > 1 and close(column_sums[valid_columns].to(got.dtype), torch.ones_like(
+                column_sums[valid_columns])) and not close(row_sums.to(got.dtype), torch.ones_like(row_sums)):
             return Feedback.wrong(f"Case '{name}': wrong axis for the softmax. Your weights sum to 1 over the "
                                   "queries (dim=1); each query's weights must sum to 1 over the keys: dim=-1.")
-        if empty_rows.any() and close(got[empty_rows].float(), torch.full_like(got[empty_rows].float(),
-                                                                               1 / scores.shape[-1])):
+        if empty_rows.any() and close(got[empty_rows], torch.full_like(got[empty_rows].double(),
+                                                                       1 / scores.shape[-1])):
             return Feedback.wrong(f"Case '{name}': a query with no valid key got uniform weights 1/Lk (that is what "
                                   "a -1e6 fill does); the library's convention is all zeros there.")
-        if got[~allowed].abs().max() > atol:
+        if (~allowed).any() and got[~allowed].abs().max() > tolerance(got)[0]:
             return Feedback.wrong(f"Case '{name}': padding positions are given weight (valid_lens={valid_lens.tolist()}). "
                                   "Keys at positions >= valid_len must get weight exactly 0.")
         return Feedback.wrong(f"Case '{name}': your weights differ from the expected ones, e.g. row 0 of example 0 "
-                              f"is {got[0, 0].float().tolist()}, expected {expected[0, 0].float().tolist()}.")
+                              f"is {got[0, 0].double().tolist()}, expected {expected[0, 0].double().tolist()}.")
     return Feedback.ok("Correct: padding gets zero weight, rows sum to 1 over valid keys, empty rows are zero, "
                        "and float16 is safe.")
 
 
 # --- 03: scoring functions ---------------------------------------------------------------------------
 
+@checker
 def check_scaled_dot_product_attention(fn) -> Feedback:
     """Check ``fn(queries, keys, values) -> output``, softmax(Q Kᵀ / √E) V without masking.
 
+    Two cases with different sizes E (16 and 9), so an answer that divides by a fixed number is caught.
+
     Shapes:
-        fn: ((B, Lq, E), (B, Lk, E), (B, Lk, Dv)) -> (B, Lq, Dv)
+        fn: ((B, Lq, E), (B, Lk, E), (B, Lk, Dv)) -> (B, Lq, Dv) (a tensor of any float dtype, array or list)
     """
     gen = torch.Generator().manual_seed(0)
-    size = 16
-    queries, keys = torch.randn(2, 3, size, generator=gen), torch.randn(2, 5, size, generator=gen)
-    values = torch.randn(2, 5, 4, generator=gen)
-    got, error = run_safely(fn, queries.clone(), keys.clone(), values.clone())
-    if error is not None:
-        return error
-    expected, weights = scaled_dot_product_attention(queries, keys, values)
-    if isinstance(got, Tensor) and got.shape == weights.shape:
-        return Feedback.wrong(f"Your result has shape {tuple(got.shape)} (B, Lq, Lk): those are the weights. "
-                              "Multiply them by the values to get the output (B, Lq, Dv).")
-    bad = _as_result(got, expected, "output (B, Lq, Dv)")
-    if bad is not None:
-        return bad
-    if close(got, expected):
-        return Feedback.ok("Correct: scores scaled by 1/√E, softmax over the keys, weighted average of the values.")
-    scores = queries @ keys.transpose(1, 2)  # (B, Lq, Lk)
-    variants = [
-        (1.0, -1, f"Missing scale: divide the scores by √E = √{size} = {math.sqrt(size):.0f} before the softmax. "
-                  "Without it the scores grow with E and the softmax saturates."),
-        (1 / size, -1, f"You divided by E = {size}; divide by √E = {math.sqrt(size):.0f}."),
-        (math.sqrt(size), -1, "You multiplied by √E; divide by it."),
-        (1 / math.sqrt(size), 1, "Wrong axis for the softmax: your weights sum to 1 over the queries (dim=1). "
-                                 "They must sum to 1 over the keys: dim=-1."),
-        (1.0, 1, "Wrong axis for the softmax (dim=1, the queries; use dim=-1) and the 1/√E scale is missing."),
-    ]
-    for scale, dim, message in variants:
-        if close(got, torch.softmax(scores * scale, dim=dim) @ values):
-            return Feedback.wrong(message)
-    return Feedback.wrong(f"Your output differs from softmax(QKᵀ/√E)V: e.g. output[0, 0] is {got[0, 0].tolist()}, "
-                          f"expected {expected[0, 0].tolist()}.")
+    cases = [(torch.randn(2, 3, 16, generator=gen), torch.randn(2, 5, 16, generator=gen),
+              torch.randn(2, 5, 4, generator=gen)),
+             (torch.randn(3, 4, 9, generator=gen), torch.randn(3, 2, 9, generator=gen),
+              torch.randn(3, 2, 5, generator=gen))]
+    for queries, keys, values in cases:
+        size = queries.shape[-1]
+        got, error = run_safely(fn, queries.clone(), keys.clone(), values.clone())
+        if error is not None:
+            return error
+        expected, weights = scaled_dot_product_attention(queries, keys, values)
+        got, error = read_tensor(got, "output (B, Lq, Dv)")
+        if error is not None:
+            return error
+        if got.shape == weights.shape:
+            return Feedback.wrong(f"Your result has shape {tuple(got.shape)} (B, Lq, Lk): those are the weights. "
+                                  "Multiply them by the values to get the output (B, Lq, Dv).")
+        got, error = read_tensor(got, "output (B, Lq, Dv)", expected.shape)
+        if error is not None:
+            return error
+        if close(got, expected):
+            continue
+        scores = queries @ keys.transpose(1, 2)  # (B, Lq, Lk)
+        variants = [
+            (1.0, -1, f"Missing scale: divide the scores by √E = √{size} = {math.sqrt(size):.0f} before the softmax. "
+                      "Without it the scores grow with E and the softmax saturates."),
+            (1 / size, -1, f"You divided by E = {size}; divide by √E = {math.sqrt(size):.0f}."),
+            (math.sqrt(size), -1, "You multiplied by √E; divide by it."),
+            (1 / math.sqrt(size), 1, "Wrong axis for the softmax: your weights sum to 1 over the queries (dim=1). "
+                                     "They must sum to 1 over the keys: dim=-1."),
+            (1.0, 1, "Wrong axis for the softmax (dim=1, the queries; use dim=-1) and the 1/√E scale is missing."),
+        ] + [(1 / math.sqrt(other), -1, f"Your scale is that of E = {other}, but here E = {size}: divide by "
+                                        "√E computed from the queries' size, queries.shape[-1].")
+             for other in (16, 9, 8, 64, 512) if other != size]
+        for scale, dim, message in variants:
+            if close(got, torch.softmax(scores * scale, dim=dim) @ values):
+                return Feedback.wrong(message)
+        return Feedback.wrong(f"Your output differs from softmax(QKᵀ/√E)V: e.g. output[0, 0] is "
+                              f"{got[0, 0].tolist()}, expected {expected[0, 0].tolist()}.")
+    return Feedback.ok("Correct: scores scaled by 1/√E, softmax over the keys, weighted average of the values.")
 
 
 def _additive(queries, keys, W_q, W_k, w_v, tanh_first=True, transposed=False):
@@ -196,40 +206,53 @@ def _additive(queries, keys, W_q, W_k, w_v, tanh_first=True, transposed=False):
     return scores.transpose(1, 2) if transposed else scores
 
 
+@checker
 def check_additive_scores(fn) -> Feedback:
     """Check ``fn(queries, keys, W_q, W_k, w_v) -> attn_scores``, the additive score w_vᵀ tanh(W_q q + W_k k).
+
+    Two cases with different sizes everywhere, so an answer that fixes a size is caught.
 
     Shapes:
         fn: ((B, Lq, Dq), (B, Lk, Dk), (Hd, Dq), (Hd, Dk), (Hd,)) -> (B, Lq, Lk)
     """
     gen = torch.Generator().manual_seed(0)
-    queries, keys = torch.randn(2, 3, 5, generator=gen), torch.randn(2, 4, 6, generator=gen)
-    W_q, W_k = torch.randn(8, 5, generator=gen), torch.randn(8, 6, generator=gen)
-    w_v = torch.randn(8, generator=gen)
-    got, error = run_safely(fn, queries.clone(), keys.clone(), W_q.clone(), W_k.clone(), w_v.clone())
-    if error is not None:
-        return error
-    expected = _additive(queries, keys, W_q, W_k, w_v)
-    if isinstance(got, Tensor) and got.shape == (2, 4, 3):
-        return Feedback.wrong("Your scores have shape (B, Lk, Lq) = (2, 4, 3): queries and keys are swapped. "
-                              "Broadcast queries.unsqueeze(2) (B, Lq, 1, Hd) + keys.unsqueeze(1) (B, 1, Lk, Hd).")
-    if isinstance(got, Tensor) and got.shape == (2, 3, 4, 8):
-        return Feedback.wrong("Your result has shape (B, Lq, Lk, Hd): apply w_v to the last axis "
-                              "(features @ w_v) to get one score per query–key pair.")
-    bad = _as_result(got, expected, "scores (B, Lq, Lk)")
-    if bad is not None:
-        return bad
-    if close(got, expected):
-        return Feedback.ok("Correct: one additive score per query–key pair, queries and keys of different sizes.")
-    if close(got, _additive(queries, keys, W_q, W_k, w_v, tanh_first=False)):
-        return Feedback.wrong("The tanh is missing: without it the score is linear, w_vᵀW_q q + w_vᵀW_k k, and "
-                              "the query's part is the same for every key, so the softmax ignores the query.")
-    if close(got, torch.tanh(_additive(queries, keys, W_q, W_k, w_v, tanh_first=False))):
-        return Feedback.wrong("The tanh goes inside: w_vᵀ tanh(W_q q + W_k k), not tanh(w_vᵀ(W_q q + W_k k)).")
-    if close(got.sum(-1), torch.ones(2, 3)) and (got >= 0).all():
-        return Feedback.wrong("You returned weights (rows sum to 1); return the scores, before the softmax.")
-    return Feedback.wrong(f"Your scores differ: e.g. scores[0, 0] is {got[0, 0].tolist()}, "
-                          f"expected {expected[0, 0].tolist()}.")
+    cases = []
+    for batch_size, num_queries, num_kv, query_size, key_size, num_hiddens in ((2, 3, 4, 5, 6, 8), (3, 2, 5, 4, 3, 6)):
+        cases.append((torch.randn(batch_size, num_queries, query_size, generator=gen),
+                      torch.randn(batch_size, num_kv, key_size, generator=gen),
+                      torch.randn(num_hiddens, query_size, generator=gen),
+                      torch.randn(num_hiddens, key_size, generator=gen), torch.randn(num_hiddens, generator=gen)))
+    for queries, keys, W_q, W_k, w_v in cases:
+        (batch_size, num_queries, _), num_kv = queries.shape, keys.shape[1]
+        got, error = run_safely(fn, queries.clone(), keys.clone(), W_q.clone(), W_k.clone(), w_v.clone())
+        if error is not None:
+            return error
+        expected = _additive(queries, keys, W_q, W_k, w_v)
+        got, error = read_tensor(got, "scores (B, Lq, Lk)")
+        if error is not None:
+            return error
+        if got.shape == (batch_size, num_kv, num_queries):
+            return Feedback.wrong(f"Your scores have shape (B, Lk, Lq) = {tuple(got.shape)}: queries and keys are "
+                                  "swapped. Broadcast queries.unsqueeze(2) (B, Lq, 1, Hd) + keys.unsqueeze(1) "
+                                  "(B, 1, Lk, Hd).")
+        if got.shape == (batch_size, num_queries, num_kv, w_v.shape[0]):
+            return Feedback.wrong("Your result has shape (B, Lq, Lk, Hd): apply w_v to the last axis "
+                                  "(features @ w_v) to get one score per query–key pair.")
+        got, error = read_tensor(got, "scores (B, Lq, Lk)", expected.shape)
+        if error is not None:
+            return error
+        if close(got, expected):
+            continue
+        if close(got, _additive(queries, keys, W_q, W_k, w_v, tanh_first=False)):
+            return Feedback.wrong("The tanh is missing: without it the score is linear, w_vᵀW_q q + w_vᵀW_k k, and "
+                                  "the query's part is the same for every key, so the softmax ignores the query.")
+        if close(got, torch.tanh(_additive(queries, keys, W_q, W_k, w_v, tanh_first=False))):
+            return Feedback.wrong("The tanh goes inside: w_vᵀ tanh(W_q q + W_k k), not tanh(w_vᵀ(W_q q + W_k k)).")
+        if close(got.sum(-1), torch.ones(batch_size, num_queries)) and (got >= 0).all():
+            return Feedback.wrong("You returned weights (rows sum to 1); return the scores, before the softmax.")
+        return Feedback.wrong(f"Your scores differ: e.g. scores[0, 0] is {got[0, 0].tolist()}, "
+                              f"expected {expected[0, 0].tolist()}.")
+    return Feedback.ok("Correct: one additive score per query–key pair, queries and keys of different sizes.")
 
 
 # --- 04: why a recurrent decoder cannot stack its queries ---------------------------------------------
@@ -249,6 +272,7 @@ _STACK_CHOICES = {
 }
 
 
+@checker
 def check_why_not_stack(choice) -> Feedback:
     """Check the answer (a letter) to: why can an RNN decoder not stack its queries s_{t'-1} into Q?
 
@@ -257,7 +281,7 @@ def check_why_not_stack(choice) -> Feedback:
     """
     if choice is None:
         return Feedback.wrong('Not answered yet: set answer to "a", "b", "c" or "d".')
-    key = str(choice).strip().lower().strip("()")
+    key = str(choice).strip().lower().strip("().")
     if key not in _STACK_CHOICES:
         return Feedback.wrong(f'{choice!r} is not one of the choices: answer "a", "b", "c" or "d".')
     correct, message = _STACK_CHOICES[key]

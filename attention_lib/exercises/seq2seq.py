@@ -11,14 +11,16 @@ import collections
 import math
 
 import torch
+from torch import Tensor
 
 from ..data import preprocess, truncate_pad
 from ..evaluation import bleu
-from ._feedback import Feedback, run_safely
+from ._feedback import Feedback, checker, close, read_number, read_text, read_tokens, run_safely
 
 __all__ = ["check_preprocess", "check_truncate_pad", "check_teacher_forcing_input", "check_bleu"]
 
 
+@checker
 def check_preprocess(fn) -> Feedback:
     """Check ``fn(text) -> str`` against the book's preprocessing (lower-case, spaces, punctuation).
 
@@ -31,14 +33,16 @@ def check_preprocess(fn) -> Feedback:
         ("Va !", "no second space before punctuation that already has one"),
         ("Ça alors\u202f!", "the narrow no-break space U+202F (French typography) must become a plain space"),
         ("Il a 3\xa0ans.", "the no-break space U+00A0 must become a plain space"),
+        ("Who? Me, TOM!", "a space goes before every '.', ',', '!' and '?' when there is none"),
     ]
     for text, rule in cases:
         got, error = run_safely(fn, text)
         if error is not None:
             return error
+        got, error = read_text(got, "preprocessed string")
+        if error is not None:
+            return error
         expected = preprocess(text)
-        if got is None:
-            return Feedback.wrong("Your function returned None: return the preprocessed string.")
         if got == expected:
             continue
         if got.lower() == expected and got != expected:
@@ -53,21 +57,26 @@ def check_preprocess(fn) -> Feedback:
     return Feedback.ok("Correct: lower-cased, non-breaking spaces replaced, punctuation split off.")
 
 
+@checker
 def check_truncate_pad(fn) -> Feedback:
     """Check ``fn(indices, num_steps, pad) -> list`` (right padding, truncation keeping the start).
 
+    ``num_steps`` and ``pad`` take several values, so an answer that fixes either is caught.
+
     Shapes:
-        fn: (list of Lt ints, int, int) -> list of ``num_steps`` ints
+        fn: (list of Lt ints, int, int) -> list of ``num_steps`` ints (a tuple, array or tensor is fine)
     """
-    cases = [([5, 6, 7], 5, 0), ([1, 2, 3, 4, 5, 6, 7], 4, 0), ([9], 1, 0), ([4, 4], 2, 1)]
+    cases = [([5, 6, 7], 5, 0), ([1, 2, 3, 4, 5, 6, 7], 4, 0), ([9], 1, 0), ([4, 4], 2, 1),
+             ([5, 6, 7], 6, 1), ([8], 3, 2), ([3, 1, 4, 1, 5], 2, 7)]
     for indices, num_steps, pad in cases:
         got, error = run_safely(fn, list(indices), num_steps, pad)
         if error is not None:
             return error
+        got, error = read_tokens(got, "list of indices", dim=1)
+        if error is not None:
+            return error
+        got = got.tolist()
         expected = truncate_pad(indices, num_steps, pad)
-        if got is None:
-            return Feedback.wrong("Your function returned None: return the list of indices.")
-        got = list(got)
         if got == expected:
             continue
         if len(got) != num_steps:
@@ -81,41 +90,56 @@ def check_truncate_pad(fn) -> Feedback:
         if len(indices) > num_steps and got == indices[-num_steps:]:
             return Feedback.wrong(f"{indices}: got {got}, expected {expected}. You kept the end of the sentence; "
                                   "keep its beginning (indices[:num_steps]).")
+        if got[: len(indices)] == indices and len(set(got[len(indices):])) == 1:
+            return Feedback.wrong(f"{indices}, num_steps={num_steps}, pad={pad}: got {got}, expected {expected}. "
+                                  f"Pad with the `pad` argument ({pad}), not with {got[-1]}.")
         return Feedback.wrong(f"{indices}, num_steps={num_steps}, pad={pad}: got {got}, expected {expected}.")
     return Feedback.ok("Correct: truncated from the end, padded on the right.")
 
 
+def _teacher_forcing_input(targets: Tensor, bos: int) -> Tensor:
+    return torch.cat([torch.full((targets.shape[0], 1), bos), targets[:, :-1]], dim=1)  # (B, Lq)
+
+
+@checker
 def check_teacher_forcing_input(fn) -> Feedback:
     """Check ``fn(targets, bos) -> decoder input``: ``<bos>`` then the targets shifted right by one.
 
+    Two batches of different shapes, with different ``<bos>`` indices, so a fixed ``bos`` is caught.
+
     Shapes:
-        fn: (targets (B, Lq) long tensor, int) -> (B, Lq) long tensor
+        fn: (targets (B, Lq) long tensor, int) -> (B, Lq) tensor of indices (a list or array is fine)
     """
-    bos = 1
-    targets = torch.tensor([[7, 8, 9, 2, 0], [5, 2, 0, 0, 0]])  # (B, Lq), 2 = <eos>, 0 = <pad>
-    expected = torch.tensor([[1, 7, 8, 9, 2], [1, 5, 2, 0, 0]])
-    got, error = run_safely(fn, targets.clone(), bos)
-    if error is not None:
-        return error
-    if got is None:
-        return Feedback.wrong("Your function returned None: return the (B, Lq) decoder input.")
-    got = torch.as_tensor(got)
-    if got.shape != expected.shape:
-        return Feedback.wrong(f"Expected shape (B, Lq) = {tuple(expected.shape)}, got {tuple(got.shape)}: drop the "
-                              "last target position so the input keeps the targets' length.")
-    if torch.equal(got, expected):
-        return Feedback.ok("Correct: at step t the decoder reads the true token t-1 (teacher forcing).")
-    if torch.equal(got, targets):
-        return Feedback.wrong("The input equals the targets: the decoder would read the very word it must predict. "
-                              "Shift right: start with <bos> and drop the last position.")
-    if torch.equal(got[:, :-1], targets[:, 1:]):
-        return Feedback.wrong("You shifted left (dropped the first target word); shift right instead: "
-                              "<bos>, y_1, ..., y_{Lq-1}.")
-    if torch.equal(got[:, 1:], targets[:, :-1]) and not bool((got[:, 0] == bos).all()):
-        return Feedback.wrong(f"The shift is right, but the first column must be <bos> ({bos}), got {got[:, 0].tolist()}.")
-    if bool((got[:, -1] == bos).all()):
-        return Feedback.wrong("<bos> goes at the start of the input, not the end.")
-    return Feedback.wrong(f"For targets {targets.tolist()} expected {expected.tolist()}, got {got.tolist()}.")
+    cases = [(torch.tensor([[7, 8, 9, 2, 0], [5, 2, 0, 0, 0]]), 1),  # (B, Lq), 2 = <eos>, 0 = <pad>
+             (torch.tensor([[4, 6, 2, 0], [9, 9, 5, 2], [7, 2, 0, 0]]), 3)]
+    for targets, bos in cases:
+        expected = _teacher_forcing_input(targets, bos)
+        got, error = run_safely(fn, targets.clone(), bos)
+        if error is not None:
+            return error
+        got, error = read_tokens(got, "(B, Lq) decoder input", dim=2)
+        if error is not None:
+            return error
+        if got.shape != expected.shape:
+            hint = (": drop the last target position so the input keeps the targets' length"
+                    if got.shape == (targets.shape[0], targets.shape[1] + 1) else "")
+            return Feedback.wrong(f"Expected shape (B, Lq) = {tuple(expected.shape)}, got {tuple(got.shape)}{hint}.")
+        if torch.equal(got, expected):
+            continue
+        if torch.equal(got, targets):
+            return Feedback.wrong("The input equals the targets: the decoder would read the very word it must "
+                                  "predict. Shift right: start with <bos> and drop the last position.")
+        if torch.equal(got[:, :-1], targets[:, 1:]):
+            return Feedback.wrong("You shifted left (dropped the first target word); shift right instead: "
+                                  "<bos>, y_1, ..., y_{Lq-1}.")
+        if torch.equal(got[:, 1:], targets[:, :-1]) and not bool((got[:, 0] == bos).all()):
+            return Feedback.wrong(f"The shift is right, but the first column must be <bos>, the `bos` argument "
+                                  f"({bos}), got {got[:, 0].tolist()}.")
+        if bool((got[:, -1] == bos).all()):
+            return Feedback.wrong("<bos> goes at the start of the input, not the end.")
+        return Feedback.wrong(f"For targets {targets.tolist()} and bos={bos} expected {expected.tolist()}, "
+                              f"got {got.tolist()}.")
+    return Feedback.ok("Correct: at step t the decoder reads the true token t-1 (teacher forcing).")
 
 
 def _bleu_variant(pred_seq: str, label_seq: str, k: int, brevity: bool = True, clip: bool = True,
@@ -133,14 +157,18 @@ def _bleu_variant(pred_seq: str, label_seq: str, k: int, brevity: bool = True, c
     return score
 
 
+@checker
 def check_bleu(fn) -> Feedback:
     """Check ``fn(pred_seq, label_seq, k) -> float`` against the book's sentence BLEU.
 
+    ``k`` runs from 1 to 4 (and beyond the prediction's length), so an answer that fixes it is caught.
+
     Shapes:
-        fn: (str, str, int) -> float
+        fn: (str, str, int) -> a number (Python, NumPy or a one-element tensor)
     """
     cases = [("il est grand .", "il est grand .", 2), ("il est .", "il est très grand .", 2),
-             ("le chat le chat", "le chat est noir", 2), ("je suis un chat noir", "je suis un chien noir", 3)]
+             ("le chat le chat", "le chat est noir", 2), ("je suis un chat noir", "je suis un chien noir", 3),
+             ("il est petit .", "il est grand .", 1), ("le chat", "le chat noir", 4)]
     mistakes = [({"brevity": False}, "the brevity penalty exp(min(0, 1 - len_label / len_pred)) is missing"),
                 ({"clip": False}, "n-gram matches are not clipped: a label n-gram can be matched at most as often "
                                   "as it occurs in the label"),
@@ -150,16 +178,26 @@ def check_bleu(fn) -> Feedback:
         got, error = run_safely(fn, pred, label, k)
         if error is not None:
             return error
-        if got is None:
-            return Feedback.wrong("Your function returned None: return the score as a float.")
-        answers.append(float(got))
+        got, error = read_number(got, "score")
+        if error is not None:
+            return error
+        answers.append(got)
+
+    def matches(values):
+        return all(close(a, torch.tensor(v, dtype=torch.float64)) for a, v in zip(answers, values))
+
     expected = [bleu(*case) for case in cases]
-    if all(math.isclose(a, e, rel_tol=1e-6, abs_tol=1e-9) for a, e in zip(answers, expected)):
+    if matches(expected):
         return Feedback.ok("Correct: clipped n-gram precisions, weighted by 1/2^n, times the brevity penalty.")
     for switch, message in mistakes:
-        variant = [_bleu_variant(*case, **switch) for case in cases]
-        if all(math.isclose(a, v, rel_tol=1e-6, abs_tol=1e-9) for a, v in zip(answers, variant)):
+        if matches([_bleu_variant(*case, **switch) for case in cases]):
             return Feedback.wrong(f"Not yet: {message}.")
-    bad = next(i for i, (a, e) in enumerate(zip(answers, expected)) if not math.isclose(a, e, rel_tol=1e-6))
+    for fixed in (1, 2, 3, 4):
+        if matches([bleu(pred, label, fixed) for pred, label, _ in cases]):
+            return Feedback.wrong(f"Your scores are BLEU with n-grams up to {fixed} whatever k is: use the `k` "
+                                  "argument, n = 1, ..., min(k, len_pred).")
+    bad = next(i for i, (a, e) in enumerate(zip(answers, expected))
+               if not close(a, torch.tensor(e, dtype=torch.float64)))
     pred, label, k = cases[bad]
-    return Feedback.wrong(f"bleu({pred!r}, {label!r}, k={k}) = {answers[bad]:.4f}, expected {expected[bad]:.4f}.")
+    return Feedback.wrong(f"bleu({pred!r}, {label!r}, k={k}) = {float(answers[bad]):.4f}, "
+                          f"expected {expected[bad]:.4f}.")

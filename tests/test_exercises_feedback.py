@@ -1,0 +1,106 @@
+"""The shared machinery of the checkers: reading answers in any form, dtype tolerances, no tracebacks."""
+import numpy as np
+import pytest
+import torch
+
+from attention_lib.exercises import Feedback, check_bleu, check_preprocess
+from attention_lib.exercises._feedback import (checker, close, read_index, read_number, read_tensor, read_tensors,
+                                               read_text, read_tokens, run_safely, tolerance)
+
+EXPECTED = torch.tensor([[0.25, 0.75], [1.0, 0.0]])
+
+
+@pytest.mark.parametrize("answer", [
+    EXPECTED, EXPECTED.double(), EXPECTED.half(), EXPECTED.numpy(), EXPECTED.tolist(), tuple(EXPECTED.tolist()),
+    list(EXPECTED.unbind(0)), EXPECTED.clone().requires_grad_(), np.float16(EXPECTED.numpy()),
+])
+def test_read_tensor_reads_every_form_of_numbers(answer):
+    tensor, error = read_tensor(answer, "weights", (2, 2))
+    assert error is None and close(tensor, EXPECTED)
+
+
+@pytest.mark.parametrize("answer, phrase", [
+    (None, "returned None: return the weights"), ("0.25 0.75", "returned the str '0.25 0.75'"),
+    ({"w": 1}, "returned a dict of length 1"), ([[1, 2], [3]], "returned a list of length 2"),
+    (["a", "b"], "returned a list of length 2"), (object(), "returned a object"),
+    (torch.zeros(2, 3), "should have shape (2, 2), yours has shape (2, 3)"),
+    (torch.zeros(2, 2, dtype=torch.complex64), "complex numbers"),
+])
+def test_read_tensor_names_what_it_got(answer, phrase):
+    tensor, error = read_tensor(answer, "weights", (2, 2))
+    assert tensor is None and isinstance(error, Feedback) and not error and phrase in error.message
+
+
+@pytest.mark.parametrize("dtype, accepted_error, rejected_error", [
+    (torch.float64, 5e-8, 1e-5), (torch.float32, 5e-6, 1e-3), (torch.float16, 5e-3, 5e-2),
+])
+def test_close_allows_each_dtype_its_rounding_and_no_more(dtype, accepted_error, rejected_error):
+    expected = torch.tensor([0.5, 0.25], dtype=torch.float64)
+    assert close((expected + accepted_error).to(dtype), expected)
+    assert not close((expected + rejected_error).to(dtype), expected)
+
+
+def test_tolerance_is_that_of_the_least_precise_dtype_and_exact_for_integers():
+    assert tolerance(torch.zeros(1, dtype=torch.float16), torch.zeros(1)) == tolerance(torch.zeros(1).half())
+    assert tolerance(torch.zeros(1, dtype=torch.long)) == (0.0, 0.0)
+    assert not close(torch.tensor([1, 2]), torch.tensor([1, 3]))
+
+
+@pytest.mark.parametrize("answer", [0.5, np.float64(0.5), np.float32(0.5), torch.tensor(0.5), torch.tensor([0.5]),
+                                    torch.tensor(0.5, dtype=torch.float16), [0.5], np.array([[0.5]])])
+def test_read_number(answer):
+    number, error = read_number(answer, "score")
+    assert error is None and number.shape == () and float(number) == 0.5
+
+
+@pytest.mark.parametrize("answer, phrase", [(None, "returned None"), ("0.5", "as one number, got the str"),
+                                            (True, "got the bool True"), ([0.5, 0.5], "a list of length 2"),
+                                            (torch.zeros(2), "shape (2,)")])
+def test_read_number_names_what_it_got(answer, phrase):
+    number, error = read_number(answer, "score")
+    assert number is None and phrase in error.message
+
+
+@pytest.mark.parametrize("answer", [2, np.int64(2), np.int32(2), torch.tensor(2), torch.tensor([2]), np.array([2])])
+def test_read_index(answer):
+    assert read_index(answer, "index") == (2, None)
+
+
+@pytest.mark.parametrize("answer", [2.0, np.float64(2.0), torch.tensor(2.0), True, None, "2", [2]])
+def test_read_index_refuses_what_cannot_index_a_list(answer):
+    index, error = read_index(answer, "index")
+    assert index is None and "Return the index as an int" in error.message
+
+
+def test_read_tokens_reads_whole_floats_and_names_fractions():
+    tokens, error = read_tokens([5.0, 6.0], "indices", dim=1)
+    assert error is None and tokens.dtype == torch.long and tokens.tolist() == [5, 6]
+    _, error = read_tokens([5.5, 6.0], "indices", dim=1)
+    assert "whole numbers" in error.message and "5.5" in error.message
+    _, error = read_tokens([[5, 6]], "indices", dim=1)
+    assert "with 1 dimension" in error.message
+
+
+def test_read_text_and_read_tensors():
+    assert read_text("va !", "text") == ("va !", None)
+    assert "as a str" in read_text(["va", "!"], "text")[1].message
+    _, error = read_tensors(torch.zeros(2), ("context", "attn_weights"))
+    assert "Return a pair (context, attn_weights)" in error.message
+    _, error = read_tensors((torch.zeros(2), None), ("context", "attn_weights"))
+    assert error.message == "attn_weights: Your function returned None: return the attn_weights."
+
+
+def test_run_safely_and_a_checker_given_something_that_is_not_a_function():
+    assert run_safely(len, [1, 2]) == (2, None)
+    assert "Pass your function itself" in check_preprocess("go .").message
+    assert "Pass your function itself" in check_bleu(None).message
+
+
+def test_checker_turns_any_failure_while_checking_into_feedback():
+    @checker
+    def check_something(fn):
+        return Feedback.ok() if fn()[0] == 1 else Feedback.wrong("no")
+
+    assert check_something(lambda: [1])
+    feedback = check_something(lambda: 5)  # int is not subscriptable: the checker itself fails
+    assert not feedback and feedback.message.startswith("Your answer could not be checked (TypeError:")
