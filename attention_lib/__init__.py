@@ -17,6 +17,7 @@ A boolean ``mask`` is True where a query may attend; ``valid_lens`` describes pa
 from .attention import (AdditiveAttention, DotProductAttention, additive_scores, attention_loop, attention_pooling,
                         dot_product_scores, scaled_dot_product_attention)
 from .bahdanau import BahdanauDecoder, BahdanauState
+from .claims import ClaimError, claim, glue
 from .beam_search import beam_search
 from .data import (DATA_ENV_VAR, FRA_ENG_SHA1, FRA_ENG_URL, Batch, DataUnavailableError, TranslationData, Vocab,
                    load_fra_eng, locate_fra_eng, preprocess, read_pairs, split_of, tokenize, truncate_pad)

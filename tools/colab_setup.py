@@ -19,8 +19,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 
 TEMPLATE = '''\
-# Setup: on Colab, install attention_lib from the book's repository and d2l without its
-# version pins (and a font for Chinese labels). Locally this cell does nothing.
+# Setup: on Colab, install attention_lib from the book's repository, and d2l without its
+# version pins (Colab's own torch, numpy and ipywidgets stay). Locally it does nothing.
 import sys
 
 if "google.colab" in sys.modules:
@@ -28,8 +28,7 @@ if "google.colab" in sys.modules:
 
     REPO_URL = "{url}"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", f"git+{{REPO_URL}}@{branch}"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "d2l==1.0.3"], check=True)
-    subprocess.run("apt-get -qq install -y fonts-noto-cjk > /dev/null", shell=True, check=False)'''
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "d2l==1.0.3"], check=True)'''
 
 
 def repository() -> tuple[str, str]:
