@@ -34,6 +34,8 @@ def glue(name: str, value) -> None:
 
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
     """
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+        value = value.item()  # a 0-d tensor or NumPy scalar: the number, so the prose can format it
     try:
         from myst_nb import glue as myst_glue
     except ImportError:

@@ -40,9 +40,12 @@ def test_claims_are_glued_for_the_prose(tmp_path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "from attention_lib import claim\nclaim('bleu', 13.94, low=11, high=17)")])
+        "import torch\nfrom attention_lib import claim, glue\nclaim('bleu', 13.94, low=11, high=17)\n"
+        "glue('share', torch.tensor(0.25))")])
     nbclient.NotebookClient(nb, kernel_name="python3", timeout=120).execute()
     outputs = nb.cells[0].outputs
     glued = [o for o in outputs if o.get("metadata", {}).get("scrapbook", {}).get("name") == "bleu"]
     assert glued, json.dumps(outputs)[:500]
     assert "13.94" in json.dumps(glued[0]["data"])
+    share = [o for o in outputs if o.get("metadata", {}).get("scrapbook", {}).get("name") == "share"]
+    assert "'0.25'" not in json.dumps(share) and '"0.25"' in json.dumps(share[0]["data"])  # a number, not tensor(0.25)
