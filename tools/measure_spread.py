@@ -122,7 +122,9 @@ def report(folders: list[Path]) -> str:
              "source, error messages) are compared exactly by nbval when the tests re-run a notebook.",
              "Outputs of training and timing differ in their digits from machine to machine, so nbval",
              "ignores them; instead, every claim the page makes about them is checked by a `claim(...)`",
-             "call in the notebook, against a range that covers the spread measured below.", "",
+             "call in the notebook, against a range that covers the spread measured below. A few timing",
+             "claims are checked only on a CPU (the notebook's comment says why); their `cuda` columns",
+             "are shown for information and may lie outside the range.", "",
              "## Outputs per notebook", "",
              "| notebook | code cells | with outputs | compared exactly | ignored | claims asserted |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
