@@ -13,6 +13,8 @@ ifneq ($(wildcard $(SHARED_DATA)/fra.txt),)
 export ATTENTION_LIB_DATA ?= $(SHARED_DATA)
 endif
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
+# How nbval re-runs the notebooks (make test, make thread-check).
+NBVAL := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=1800 -p no:cacheprovider -q
 
 .PHONY: env book serve test test-fast execute bench clean system-book system-test thread-check
 
@@ -49,8 +51,7 @@ serve: book
 # Every check: library tests, the site in a real browser, and every notebook re-run by nbval
 # (outputs the code determines compared exactly; trained and timed results checked by their claims).
 test: system-test book
-	$(PY) -m pytest tests chapters --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg \
-		--nbval-cell-timeout=1800 -p no:cacheprovider -q -rs
+	$(PY) -m pytest tests chapters $(NBVAL) -rs
 
 # Library tests only (no notebooks, no browser): seconds, for the edit-test loop.
 test-fast: $(STAMP)
@@ -63,8 +64,7 @@ execute: $(STAMP)
 # Release check, a cheap stand-in for another machine: the committed notebooks were executed with
 # 2 threads; re-run them with 1 thread, whose arithmetic differs in the last bits, and validate.
 thread-check: $(STAMP)
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest chapters --nbval \
-		--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=1800 -p no:cacheprovider -q
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest chapters $(NBVAL)
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py
