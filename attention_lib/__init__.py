@@ -1,31 +1,81 @@
 """attention_lib: the small, tested PyTorch library behind the course book on attention.
 
-Dimension letters, used the same way in code comments, docstrings and the book's prose:
+Dimension letters, used the same way in code comments, docstrings and the book's prose
+(the book's page "Notation" says where each first appears):
 
-====  ==========================================
+====  ============================================================================
 B     batch size
 Lq    number of queries (decoder / target steps)
 Lk    number of keys and values (source steps)
-E     embedding size
+E     embedding size (a token's vector)
+Ds    size of an RNN state (encoder and decoder GRU states)
+Da    hidden size of additive attention (the projections W_q q and W_k k)
+D     size of queries and keys (the scaled dot product divides by √D); the model
+      width from chapter 4 on
 H     number of heads
-Dh    size of one head (E / H) or of an RNN state
+Dh    size of one head, D / H
+Dv    size of a value
 V     vocabulary size
-====  ==========================================
+====  ============================================================================
 
 A boolean ``mask`` is True where a query may attend; ``valid_lens`` describes padding.
 """
-from .attention import (AdditiveAttention, DotProductAttention, additive_scores, attention_loop, attention_pooling,
-                        dot_product_scores, scaled_dot_product_attention)
+from .attention import (
+    AdditiveAttention,
+    DotProductAttention,
+    additive_scores,
+    attention_loop,
+    attention_pooling,
+    dot_product_scores,
+    scaled_dot_product_attention,
+)
 from .bahdanau import BahdanauDecoder, BahdanauState
 from .claims import ClaimError, claim, glue
 from .beam_search import beam_search
-from .data import (DATA_ENV_VAR, FRA_ENG_SHA1, FRA_ENG_URL, Batch, DataUnavailableError, TranslationData, Vocab,
-                   load_fra_eng, locate_fra_eng, preprocess, read_pairs, split_of, tokenize, truncate_pad)
-from .evaluation import bleu, bleu_by_length, compare_bleu, corpus_bleu, translate
+from .data import (
+    DATA_ENV_VAR,
+    FRA_ENG_SHA1,
+    FRA_ENG_URL,
+    Batch,
+    DataUnavailableError,
+    TranslationData,
+    Vocab,
+    copy_task,
+    load_fra_eng,
+    locate_fra_eng,
+    preprocess,
+    read_pairs,
+    split_of,
+    tokenize,
+    truncate_pad,
+)
+from .evaluation import (
+    alignment_hits,
+    bleu,
+    bleu_by_length,
+    bleu_interval,
+    compare_bleu,
+    copy_accuracy,
+    corpus_bleu,
+    translate,
+)
 from .gru import GRUCell, gru_update
 from .masking import masked_softmax, valid_lens_to_mask
-from .plotting import plot_bleu_by_length, plot_history, show_heatmaps, use_cjk_font
+from .plotting import (
+    StaticExplorerHTML,
+    plot_bleu_by_length,
+    plot_history,
+    show_heatmaps,
+    static_explorer,
+    use_cjk_font,
+)
 from .seq2seq import EncoderDecoder, Seq2SeqDecoder, Seq2SeqEncoder, greedy_decode
-from .training import choose_device, evaluate_loss, sequence_loss, set_seed, train_seq2seq
+from .training import (
+    choose_device,
+    evaluate_loss,
+    sequence_loss,
+    set_seed,
+    train_seq2seq,
+)
 
 __version__ = "0.1.0"

@@ -1,6 +1,8 @@
-"""Argument checks shared by the whole library, so every error says "got X, expected Y" the same way.
+"""Argument checks shared by the whole library, so every error says "got X, expected Y"
+the same way.
 
-Not taught: the book's listings call these helpers in one line and show the mathematics around them.
+Not taught: the book's listings call these helpers in one line and show the mathematics
+around them.
 """
 from __future__ import annotations
 
@@ -13,10 +15,12 @@ from torch import Tensor
 
 
 def describe(value) -> str:
-    """What a value is, for an error message: its type, and its shape and dtype where it has them.
+    """What a value is, for an error message: its type, and its shape and dtype where it
+    has them.
 
     Shapes:
-        value: anything; returns: str, e.g. "a list of length 3", "a torch.Tensor of shape (2,) and dtype torch.int64"
+        value: anything; returns: str, e.g. "a list of length 3", "a torch.Tensor of
+            shape (2,) and dtype torch.int64"
     """
     if value is None:
         return "None"
@@ -35,10 +39,12 @@ def describe(value) -> str:
 
 
 def check_int(name: str, value, minimum: int) -> int:
-    """``value`` as a Python int, or a TypeError/ValueError naming ``name``, what it got and the minimum.
+    """``value`` as a Python int, or a TypeError/ValueError naming ``name``, what it got
+    and the minimum.
 
-    Accepts Python and NumPy integers and 0-d integer tensors (anything with ``__index__``), never a
-    bool or a float (a float step count or index is a mistake worth naming, not rounding).
+    Accepts Python and NumPy integers and 0-d integer tensors (anything with
+    ``__index__``), never a bool or a float (a float step count or index is a mistake
+    worth naming, not rounding).
 
     Shapes:
         value: a scalar; returns: int
@@ -52,31 +58,48 @@ def check_int(name: str, value, minimum: int) -> int:
             if number < minimum:
                 raise ValueError(f"{name} must be at least {minimum}, got {number}")
             return number
-    raise TypeError(f"{name} must be an integer (at least {minimum}), got {describe(value)}")
+    raise TypeError(
+        f"{name} must be an integer (at least {minimum}), got {describe(value)}"
+    )
 
 
 def check_real(name: str, value, meaning: str = "") -> float:
-    """``value`` as a finite Python float (Python/NumPy numbers, not bools), or a TypeError naming ``name``.
+    """``value`` as a finite Python float (Python/NumPy numbers, not bools), or a
+    TypeError naming ``name``.
 
     Shapes:
         value: a scalar; returns: float
     """
-    if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value):
+    if (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    ):
         return float(value)
     raise TypeError(f"{name} must be a finite number{meaning}, got {describe(value)}")
 
 
 def check_str_list(name: str, values) -> list[str]:
-    """``values`` as a list of strings, or a TypeError naming ``name`` (a single str is refused, not split
-    into characters).
+    """``values`` as a list of strings, or a TypeError naming ``name`` (a single str is
+    refused, not split into characters).
 
     Shapes:
         values: N strings; returns: a list of N strings
     """
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__") or isinstance(values, (dict, Tensor)):
-        raise TypeError(f"{name} must be a list of strings (e.g. [{'Go.'!r}]), got {describe(values)}")
+    if (
+        isinstance(values, (str, bytes))
+        or not hasattr(values, "__iter__")
+        or isinstance(values, (dict, Tensor))
+    ):
+        raise TypeError(
+            f"{name} must be a list of strings (e.g. [{'Go.'!r}]), got"
+            f" {describe(values)}"
+        )
     values = list(values)
     for i, value in enumerate(values):
         if not isinstance(value, str):
-            raise TypeError(f"{name} must be a list of strings, but {name}[{i}] is {describe(value)}")
+            raise TypeError(
+                f"{name} must be a list of strings, but {name}[{i}] is"
+                f" {describe(value)}"
+            )
     return values

@@ -1,28 +1,34 @@
-"""Attention as weighted averaging: scoring functions and the two classic attention layers.
+"""Attention as weighted averaging: scoring functions and the two classic attention
+layers.
 
-Chapter 1's decoder saw the source through one context vector. Attention forms, for every query,
-a weighted average of the values, with weights from how well the query matches each key:
+Chapter 1's decoder saw the source through one context vector. Attention forms, for
+every query, a weighted average of the values, with weights from how well the query
+matches each key:
 
     attn_scores  = a(q_i, k_j)                                   (B, Lq, Lk)
-    attn_weights = masked_softmax(attn_scores, valid_lens, mask)  (B, Lq, Lk)  rows sum to 1
+    attn_weights = masked_softmax(attn_scores, valid_lens, mask)  (B, Lq, Lk)  rows sum
+        to 1
     output       = attn_weights @ values                          (B, Lq, Dv)
 
-In an RNN encoder–decoder the query is the decoder's state s_{t'-1} and the keys and values are
-the encoder's states h_t, so ``output`` is the context c_t' = Σ_t α_t't h_t.
+In an RNN encoder–decoder the query is the decoder's state s_{t'-1} and the keys and
+values are the encoder's states h_t, so ``output`` is the context c_t' = Σ_t α_t't h_t.
 
 Scoring functions ``a``:
 
-* additive (Bahdanau et al., 2014): ``w_vᵀ tanh(W_q q + W_k k)``, for queries and keys of any sizes;
+* additive (Bahdanau et al., 2014): ``w_vᵀ tanh(W_q q + W_k k)``, for queries and keys
+  of any sizes;
 * dot product (Luong et al., 2015): ``qᵀk``;
-* scaled dot product (Vaswani et al., 2017): ``qᵀk / √E``, which keeps the scores' variance at 1
-  whatever the size E, so the softmax does not saturate.
+* scaled dot product (Vaswani et al., 2017): ``qᵀk / √D``, which keeps the scores'
+  variance at 1
+  whatever the size D, so the softmax does not saturate.
 
-Every layer has the signature ``forward(queries, keys, values, valid_lens=None, mask=None)`` and
-keeps its last ``attention_weights`` for heat maps. A boolean ``mask`` is True where a query may
-attend; ``valid_lens`` describes padding (see :mod:`attention_lib.masking`).
+Every layer has the signature ``forward(queries, keys, values, valid_lens=None,
+mask=None)`` and keeps its last ``attention_weights`` for heat maps. A boolean ``mask``
+is True where a query may attend; ``valid_lens`` describes padding (see
+:mod:`attention_lib.masking`).
 
-Taught in ``chapters/02_attention/`` (``01_queries_keys_values``, ``03_scoring_functions``,
-``04_vectorised_attention``).
+Taught in ``chapters/02_attention/`` (``01_queries_keys_values``,
+``03_scoring_functions``, ``04_vectorised_attention``).
 """
 from __future__ import annotations
 
@@ -46,7 +52,8 @@ __all__ = [
 ]
 
 
-# --- input checks: every bad shape, dtype or device gets a message naming what was expected ---------
+# --- input checks: every bad shape, dtype or device gets a message naming what was
+# expected ---------
 
 def _shape(t: Tensor) -> tuple:
     return tuple(t.shape)
@@ -58,20 +65,29 @@ def _check_tensor(name: str, t) -> None:
     if not t.dtype.is_floating_point:
         raise TypeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
     if t.dim() < 3:
-        raise ValueError(f"{name} must have shape (B, L, size) (or (B, ..., L, size)), got {_shape(t)}")
+        raise ValueError(
+            f"{name} must have shape (B, L, size) (or (B, ..., L, size)), got"
+            f" {_shape(t)}"
+        )
 
 
 def _check_same_kind(names_tensors) -> None:
     (first_name, first), *rest = names_tensors
     for name, t in rest:
         if t.dtype != first.dtype:
-            raise TypeError(f"{name} has dtype {t.dtype} but {first_name} has dtype {first.dtype}; "
-                            f"convert them to one dtype (e.g. {name}.to({first_name}.dtype))")
+            raise TypeError(
+                f"{name} has dtype {t.dtype} but {first_name} has dtype {first.dtype}; "
+                f"convert them to one dtype (e.g. {name}.to({first_name}.dtype))"
+            )
         if t.device != first.device:
-            raise ValueError(f"{name} is on {t.device} but {first_name} is on {first.device}")
+            raise ValueError(
+                f"{name} is on {t.device} but {first_name} is on {first.device}"
+            )
         if t.dim() != first.dim() or t.shape[:-2] != first.shape[:-2]:
-            raise ValueError(f"{name} must have the same leading (batch) dimensions as {first_name}: "
-                             f"expected {_shape(first)[:-2]} + (L, size), got {_shape(t)}")
+            raise ValueError(
+                f"{name} must have the same leading (batch) dimensions as {first_name}:"
+                f" expected {_shape(first)[:-2]} + (L, size), got {_shape(t)}"
+            )
 
 
 def _check_qk(queries: Tensor, keys: Tensor, same_size: bool = True) -> None:
@@ -79,96 +95,132 @@ def _check_qk(queries: Tensor, keys: Tensor, same_size: bool = True) -> None:
     _check_tensor("keys", keys)
     _check_same_kind([("queries", queries), ("keys", keys)])
     if same_size and queries.shape[-1] != keys.shape[-1]:
-        raise ValueError(f"dot-product scores need queries and keys of one size E: queries have shape "
-                         f"{_shape(queries)} (B, Lq, E), so keys must have shape (B, Lk, {queries.shape[-1]}), "
-                         f"got {_shape(keys)}")
+        raise ValueError(
+            "dot-product scores need queries and keys of one size D: queries have"
+            f" shape {_shape(queries)} (B, Lq, D), so keys must have shape (B, Lk,"
+            f" {queries.shape[-1]}), got {_shape(keys)}"
+        )
 
 
 def _check_kv(keys: Tensor, values: Tensor) -> None:
     _check_tensor("values", values)
     _check_same_kind([("keys", keys), ("values", values)])
     if keys.shape[-2] != values.shape[-2]:
-        raise ValueError(f"keys and values must come in pairs: keys have Lk={keys.shape[-2]} "
-                         f"(shape {_shape(keys)}), so values must have shape (B, {keys.shape[-2]}, Dv), "
-                         f"got {_shape(values)}")
+        raise ValueError(
+            f"keys and values must come in pairs: keys have Lk={keys.shape[-2]} (shape"
+            f" {_shape(keys)}), so values must have shape (B, {keys.shape[-2]}, Dv),"
+            f" got {_shape(values)}"
+        )
 
 
 def _check_values_for_scores(attn_scores: Tensor, values: Tensor) -> None:
     if not isinstance(values, Tensor):
         raise TypeError(f"values must be a torch.Tensor, got {describe(values)}")
-    if isinstance(attn_scores, Tensor) and attn_scores.dim() >= 2 and (
-            values.dim() != attn_scores.dim() or values.shape[:-2] != attn_scores.shape[:-2]
-            or values.shape[-2] != attn_scores.shape[-1]):
-        raise ValueError(f"values must have shape {_shape(attn_scores)[:-2] + (attn_scores.shape[-1],)} + (Dv,) "
-                         f"to match scores of shape {_shape(attn_scores)} (B, Lq, Lk), got {_shape(values)}")
+    if (
+        isinstance(attn_scores, Tensor)
+        and attn_scores.dim() >= 2
+        and (
+            values.dim() != attn_scores.dim()
+            or values.shape[:-2] != attn_scores.shape[:-2]
+            or values.shape[-2] != attn_scores.shape[-1]
+        )
+    ):
+        raise ValueError(
+            "values must have shape"
+            f" {_shape(attn_scores)[:-2] + (attn_scores.shape[-1],)} + (Dv,) to match"
+            f" scores of shape {_shape(attn_scores)} (B, Lq, Lk), got {_shape(values)}"
+        )
 
 
 def _resolve_scale(scale: float | None, size: int) -> float:
     if scale is None:
         return 1.0 / math.sqrt(size)
     if isinstance(scale, bool) or not isinstance(scale, (int, float)):
-        raise TypeError(f"scale must be a number or None (meaning 1/√E), got {scale!r}")
+        raise TypeError(f"scale must be a number or None (meaning 1/√D), got {scale!r}")
     return float(scale)
 
 
-# --- the mathematics --------------------------------------------------------------------------------
+# --- the mathematics ------------------------------------------------------------------
 
-def dot_product_scores(queries: Tensor, keys: Tensor, scale: float | None = None) -> Tensor:
+def dot_product_scores(
+    queries: Tensor, keys: Tensor, scale: float | None = None
+) -> Tensor:
     """Dot-product scores ``scale · q_i · k_j`` for every query and key.
 
-    ``scale=None`` means ``1/√E``, the scaled dot product of Vaswani et al. (2017) and the default
-    of ``torch.nn.functional.scaled_dot_product_attention``; ``scale=1.0`` is Luong et al.'s (2015)
-    plain dot product.
+    ``scale=None`` means ``1/√D``, the scaled dot product of Vaswani et al. (2017) and
+    the default of ``torch.nn.functional.scaled_dot_product_attention``; ``scale=1.0``
+    is Luong et al.'s (2015) plain dot product.
 
     Shapes:
-        queries: (B, Lq, E) or (B, ..., Lq, E)
-        keys:    (B, Lk, E) or (B, ..., Lk, E)
+        queries: (B, Lq, D) or (B, ..., Lq, D)
+        keys:    (B, Lk, D) or (B, ..., Lk, D)
         returns: (B, Lq, Lk) or (B, ..., Lq, Lk)
 
     Taught in ``chapters/02_attention/03_scoring_functions.ipynb``.
     """
     _check_qk(queries, keys)
     scale = _resolve_scale(scale, queries.shape[-1])
-    # Scale the queries (Lq·E numbers), not the scores (Lq·Lk numbers): same result, less work.
+    # Scale the queries (Lq·D numbers), not the scores (Lq·Lk numbers): same result,
+    # less work.
     return (queries * scale) @ keys.transpose(-2, -1)  # (B, Lq, Lk)
 
 
-def additive_scores(projected_queries: Tensor, projected_keys: Tensor, w_v: Tensor) -> Tensor:
-    """Additive scores ``w_vᵀ tanh(W_q q_i + W_k k_j)`` from queries and keys already projected.
+def additive_scores(
+    projected_queries: Tensor, projected_keys: Tensor, w_v: Tensor
+) -> Tensor:
+    """Additive scores ``w_vᵀ tanh(W_q q_i + W_k k_j)`` from queries and keys already
+    projected.
 
-    Bahdanau et al. (2014). The projections ``W_q q`` and ``W_k k`` are computed by the caller
-    (:class:`AdditiveAttention`), so a decoder can project the keys once per sentence.
+    Bahdanau et al. (2014). The projections ``W_q q`` and ``W_k k`` are computed by the
+    caller (:class:`AdditiveAttention`), so a decoder can project the keys once per
+    sentence.
 
     Shapes:
-        projected_queries: (B, Lq, Hd)   W_q q for every query
-        projected_keys:    (B, Lk, Hd)   W_k k for every key
-        w_v:               (Hd,) or (1, Hd)
+        projected_queries: (B, Lq, Da)   W_q q for every query
+        projected_keys:    (B, Lk, Da)   W_k k for every key
+        w_v:               (Da,) or (1, Da)
         returns:           (B, Lq, Lk)
 
     Taught in ``chapters/02_attention/03_scoring_functions.ipynb``.
     """
     _check_qk(projected_queries, projected_keys)
-    if not isinstance(w_v, Tensor) or w_v.dim() not in (1, 2) or w_v.shape[-1] != projected_queries.shape[-1] \
-            or (w_v.dim() == 2 and w_v.shape[0] != 1):
+    if (
+        not isinstance(w_v, Tensor)
+        or w_v.dim() not in (1, 2)
+        or w_v.shape[-1] != projected_queries.shape[-1]
+        or (w_v.dim() == 2 and w_v.shape[0] != 1)
+    ):
         got = _shape(w_v) if isinstance(w_v, Tensor) else type(w_v).__name__
-        raise ValueError(f"w_v must have shape ({projected_queries.shape[-1]},) or (1, "
-                         f"{projected_queries.shape[-1]}) (Hd, the projected size), got {got}")
-    # Every query with every key: broadcast (B, Lq, 1, Hd) + (B, 1, Lk, Hd).
-    features = torch.tanh(projected_queries.unsqueeze(-2) + projected_keys.unsqueeze(-3))  # (B, Lq, Lk, Hd)
+        raise ValueError(
+            f"w_v must have shape ({projected_queries.shape[-1]},) or (1, "
+            f"{projected_queries.shape[-1]}) (Da, the projected size), got {got}"
+        )
+    # Every query with every key: broadcast (B, Lq, 1, Da) + (B, 1, Lk, Da).
+    features = torch.tanh(
+        projected_queries.unsqueeze(-2) + projected_keys.unsqueeze(-3)
+    )  # (B, Lq, Lk, Da)
     return features @ w_v.reshape(-1)  # (B, Lq, Lk)
 
 
-def attention_pooling(attn_scores: Tensor, values: Tensor, valid_lens: Tensor | None = None,
-                      mask: Tensor | None = None, dropout_p: float = 0.0) -> tuple[Tensor, Tensor]:
-    """Turn scores into weights (masked softmax) and take the weighted average of the values.
+def attention_pooling(
+    attn_scores: Tensor,
+    values: Tensor,
+    valid_lens: Tensor | None = None,
+    mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+) -> tuple[Tensor, Tensor]:
+    """Turn scores into weights (masked softmax) and take the weighted average of the
+    values.
 
-    The one place where weights meet values; every layer of the library ends here. Dropout, if
-    any, is applied to the weights used for the average; the returned weights are before dropout.
+    The one place where weights meet values; every layer of the library ends here.
+    Dropout, if any, is applied to the weights used for the average; the returned
+    weights are before dropout.
 
     Shapes:
         attn_scores: (B, Lq, Lk) or (B, ..., Lq, Lk)
         values:      (B, Lk, Dv) or (B, ..., Lk, Dv)
-        valid_lens:  (B,) or (B, Lq), optional; mask: bool, broadcastable to the scores, optional
+        valid_lens:  (B,) or (B, Lq), optional; mask: bool, broadcastable to the scores,
+            optional
         returns:     output (B, Lq, Dv), attn_weights (B, Lq, Lk)
 
     Taught in ``chapters/02_attention/01_queries_keys_values.ipynb``.
@@ -179,27 +231,38 @@ def attention_pooling(attn_scores: Tensor, values: Tensor, valid_lens: Tensor | 
     return used @ values, attn_weights  # (B, Lq, Dv), (B, Lq, Lk)
 
 
-def scaled_dot_product_attention(queries: Tensor, keys: Tensor, values: Tensor,
-                                 valid_lens: Tensor | None = None, mask: Tensor | None = None,
-                                 scale: float | None = None, dropout_p: float = 0.0,
-                                 need_weights: bool = True) -> tuple[Tensor, Tensor | None]:
+def scaled_dot_product_attention(
+    queries: Tensor,
+    keys: Tensor,
+    values: Tensor,
+    valid_lens: Tensor | None = None,
+    mask: Tensor | None = None,
+    scale: float | None = None,
+    dropout_p: float = 0.0,
+    need_weights: bool = True,
+) -> tuple[Tensor, Tensor | None]:
     """softmax(Q Kᵀ · scale) V for a whole batch at once, with padding and masks.
 
-    ``scale=None`` means ``1/√E`` (Vaswani et al., 2017); ``scale=1.0`` is the plain dot product.
+    ``scale=None`` means ``1/√D`` (Vaswani et al., 2017); ``scale=1.0`` is the plain dot
+    product.
 
     Two paths, one meaning:
 
-    * ``need_weights=True`` (default): the explicit path, :func:`dot_product_scores` then
+    * ``need_weights=True`` (default): the explicit path, :func:`dot_product_scores`
+      then
       :func:`attention_pooling`; returns the weights for heat maps.
     * ``need_weights=False``: the fast path, which hands the work to PyTorch's fused
-      ``torch.nn.functional.scaled_dot_product_attention`` (it never builds the (Lq, Lk) weight
-      matrix in full) and returns ``None`` for the weights. ``valid_lens`` become a boolean mask,
-      and queries with no key to attend to are set to zero, as on the explicit path. The tests
+      ``torch.nn.functional.scaled_dot_product_attention`` (it never builds the (Lq, Lk)
+          weight
+      matrix in full) and returns ``None`` for the weights. ``valid_lens`` become a
+          boolean mask,
+      and queries with no key to attend to are set to zero, as on the explicit path. The
+          tests
       check that both paths agree.
 
     Shapes:
-        queries:    (B, Lq, E) or (B, ..., Lq, E)
-        keys:       (B, Lk, E) or (B, ..., Lk, E)
+        queries:    (B, Lq, D) or (B, ..., Lq, D)
+        keys:       (B, Lk, D) or (B, ..., Lk, D)
         values:     (B, Lk, Dv) or (B, ..., Lk, Dv)
         valid_lens: (B,) or (B, Lq), integer in [0, Lk], optional
         mask:       bool, broadcastable to (B, Lq, Lk), True = may attend, optional
@@ -213,28 +276,45 @@ def scaled_dot_product_attention(queries: Tensor, keys: Tensor, values: Tensor,
     if need_weights:
         attn_scores = dot_product_scores(queries, keys, scale)  # (B, Lq, Lk)
         return attention_pooling(attn_scores, values, valid_lens, mask, dropout_p)
-    # Fast path. A zero-stride stand-in for the scores lets the masking code check shapes for free.
+    # Fast path. A zero-stride stand-in for the scores lets the masking code check
+    # shapes for free.
     scores_shape = queries.shape[:-1] + (keys.shape[-2],)
-    allowed = _combine_masks(queries.new_empty(()).expand(scores_shape), valid_lens, mask)  # bool or None
-    output = F.scaled_dot_product_attention(queries, keys, values, attn_mask=allowed, dropout_p=dropout_p,
-                                            scale=_resolve_scale(scale, queries.shape[-1]))  # (B, Lq, Dv)
-    if allowed is not None:  # the library's rule for a query with no key: zeros, never NaN
+    allowed = _combine_masks(
+        queries.new_empty(()).expand(scores_shape), valid_lens, mask
+    )  # bool or None
+    output = F.scaled_dot_product_attention(
+        queries,
+        keys,
+        values,
+        attn_mask=allowed,
+        dropout_p=dropout_p,
+        scale=_resolve_scale(scale, queries.shape[-1]),
+    )  # (B, Lq, Dv)
+    # the library's rule for a query with no key: zeros, never NaN
+    if allowed is not None:
         output = _zero_rows_without_keys(output, allowed)  # (B, Lq, Dv)
     return output, None
 
 
-def attention_loop(queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None,
-                   mask: Tensor | None = None, scale: float | None = None) -> tuple[Tensor, Tensor]:
+def attention_loop(
+    queries: Tensor,
+    keys: Tensor,
+    values: Tensor,
+    valid_lens: Tensor | None = None,
+    mask: Tensor | None = None,
+    scale: float | None = None,
+) -> tuple[Tensor, Tensor]:
     """Scaled dot-product attention one query at a time, the way a decoder meets them.
 
-    A reference for the vectorised :func:`scaled_dot_product_attention`, which it equals (the
-    tests check): for each example ``b`` and query ``i``, score every key, softmax over the keys
-    this query may see, and average the values. Slow on purpose: used by the benchmark and the
-    chapter to show what stacking the queries into Q buys.
+    A reference for the vectorised :func:`scaled_dot_product_attention`, which it equals
+    (the tests check): for each example ``b`` and query ``i``, score every key, softmax
+    over the keys this query may see, and average the values. Slow on purpose: used by
+    the benchmark and the chapter to show what stacking the queries into Q buys.
 
     Shapes:
-        queries: (B, Lq, E); keys: (B, Lk, E); values: (B, Lk, Dv)
-        valid_lens: (B,) or (B, Lq), optional; mask: bool, broadcastable to (B, Lq, Lk), optional
+        queries: (B, Lq, D); keys: (B, Lk, D); values: (B, Lk, Dv)
+        valid_lens: (B,) or (B, Lq), optional; mask: bool, broadcastable to (B, Lq, Lk),
+            optional
         returns: output (B, Lq, Dv), attn_weights (B, Lq, Lk)
 
     Taught in ``chapters/02_attention/04_vectorised_attention.ipynb``.
@@ -242,11 +322,15 @@ def attention_loop(queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Te
     _check_qk(queries, keys)
     _check_kv(keys, values)
     if queries.dim() != 3:
-        raise ValueError(f"attention_loop takes queries of shape (B, Lq, E), got {_shape(queries)}")
+        raise ValueError(
+            f"attention_loop takes queries of shape (B, Lq, D), got {_shape(queries)}"
+        )
     batch_size, num_queries, size = queries.shape
     num_kv = keys.shape[1]
     scale = _resolve_scale(scale, size)
-    allowed = _combine_masks(queries.new_empty(()).expand(batch_size, num_queries, num_kv), valid_lens, mask)
+    allowed = _combine_masks(
+        queries.new_empty(()).expand(batch_size, num_queries, num_kv), valid_lens, mask
+    )
     if allowed is not None:
         allowed = allowed.expand(batch_size, num_queries, num_kv)  # (B, Lq, Lk)
     output = values.new_zeros(batch_size, num_queries, values.shape[-1])  # (B, Lq, Dv)
@@ -261,19 +345,21 @@ def attention_loop(queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Te
     return output, attn_weights
 
 
-# --- the layers -------------------------------------------------------------------------------------
+# --- the layers -----------------------------------------------------------------------
 
 class DotProductAttention(nn.Module):
-    """Dot-product attention (Luong et al., 2015), scaled by ``1/√E`` (Vaswani et al., 2017) by default.
+    """Dot-product attention (Luong et al., 2015), scaled by ``1/√D`` (Vaswani et al.,
+    2017) by default.
 
-    ``scale=True`` divides the scores by √E, ``scale=False`` uses the plain dot product, and a
-    number multiplies the scores by that number (1/temperature). No parameters: queries and keys
-    must already have one size E. After each call, ``attention_weights`` holds the weights
-    (before dropout) for heat maps.
+    ``scale=True`` divides the scores by √D, ``scale=False`` uses the plain dot product,
+    and a number multiplies the scores by that number (1/temperature). No parameters:
+    queries and keys must already have one size D. After each call,
+    ``attention_weights`` holds the weights (before dropout) for heat maps.
 
     Shapes:
-        queries:    (B, Lq, E);  keys: (B, Lk, E);  values: (B, Lk, Dv)
-        valid_lens: (B,) or (B, Lq), optional;  mask: bool, broadcastable to (B, Lq, Lk), optional
+        queries:    (B, Lq, D);  keys: (B, Lk, D);  values: (B, Lk, Dv)
+        valid_lens: (B,) or (B, Lq), optional;  mask: bool, broadcastable to (B, Lq,
+            Lk), optional
         returns:    (B, Lq, Dv)
         attention_weights: (B, Lq, Lk)
 
@@ -283,17 +369,31 @@ class DotProductAttention(nn.Module):
     def __init__(self, dropout: float = 0.0, scale: bool | float = True):
         super().__init__()
         if not isinstance(scale, (bool, int, float)):
-            raise TypeError(f"scale must be True (1/√E), False (no scaling) or a number, got {scale!r}")
+            raise TypeError(
+                "scale must be True (1/√D), False (no scaling) or a number, got"
+                f" {scale!r}"
+            )
         self.scale = scale
         self.dropout = nn.Dropout(dropout)
         self.attention_weights: Tensor | None = None
 
-    def forward(self, queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None,
-                mask: Tensor | None = None) -> Tensor:
-        scale = None if self.scale is True else 1.0 if self.scale is False else float(self.scale)
+    def forward(
+        self,
+        queries: Tensor,
+        keys: Tensor,
+        values: Tensor,
+        valid_lens: Tensor | None = None,
+        mask: Tensor | None = None,
+    ) -> Tensor:
+        scale = (
+            None
+            if self.scale is True
+            else 1.0 if self.scale is False else float(self.scale)
+        )
         dropout_p = self.dropout.p if self.training else 0.0
         output, self.attention_weights = scaled_dot_product_attention(
-            queries, keys, values, valid_lens, mask, scale=scale, dropout_p=dropout_p)  # (B, Lq, Dv)
+            # (B, Lq, Dv)
+            queries, keys, values, valid_lens, mask, scale=scale, dropout_p=dropout_p)
         return output
 
     def extra_repr(self) -> str:
@@ -303,25 +403,33 @@ class DotProductAttention(nn.Module):
 class AdditiveAttention(nn.Module):
     """Additive attention (Bahdanau et al., 2014): scores ``w_vᵀ tanh(W_q q + W_k k)``.
 
-    Queries and keys may have different sizes; both are projected to ``num_hiddens`` (Hd). The
-    submodules are named as in *Dive into Deep Learning* (``W_k``, ``W_q``, ``w_v``), so weights
-    copy one to one. A decoder that queries the same keys at every step can call
-    :meth:`project_keys` once per sentence and pass the result as ``projected_keys``. After each
-    call, ``attention_weights`` holds the weights (before dropout) for heat maps.
+    Queries and keys may have different sizes; both are projected to ``num_hiddens``
+    (Da). The submodules are named as in *Dive into Deep Learning* (``W_k``, ``W_q``,
+    ``w_v``), so weights copy one to one. A decoder that queries the same keys at every
+    step can call :meth:`project_keys` once per sentence and pass the result as
+    ``projected_keys``. After each call, ``attention_weights`` holds the weights (before
+    dropout) for heat maps.
 
     Shapes:
         queries:    (B, Lq, query_size);  keys: (B, Lk, key_size);  values: (B, Lk, Dv)
-        valid_lens: (B,) or (B, Lq), optional;  mask: bool, broadcastable to (B, Lq, Lk), optional
-        projected_keys: (B, Lk, Hd), optional, from :meth:`project_keys`
+        valid_lens: (B,) or (B, Lq), optional;  mask: bool, broadcastable to (B, Lq,
+            Lk), optional
+        projected_keys: (B, Lk, Da), optional, from :meth:`project_keys`
         returns:    (B, Lq, Dv)
         attention_weights: (B, Lq, Lk)
 
     Taught in ``chapters/02_attention/03_scoring_functions.ipynb``.
     """
 
-    def __init__(self, key_size: int, query_size: int, num_hiddens: int, dropout: float = 0.0):
+    def __init__(
+        self, key_size: int, query_size: int, num_hiddens: int, dropout: float = 0.0
+    ):
         super().__init__()
-        self.key_size, self.query_size, self.num_hiddens = key_size, query_size, num_hiddens
+        self.key_size, self.query_size, self.num_hiddens = (
+            key_size,
+            query_size,
+            num_hiddens,
+        )
         self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
         self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)
@@ -331,37 +439,69 @@ class AdditiveAttention(nn.Module):
     def _check_size(self, name: str, t: Tensor, size: int, size_name: str) -> None:
         _check_tensor(name, t)
         if t.shape[-1] != size:
-            raise ValueError(f"{name} must have last dimension {size_name}={size}, got shape {_shape(t)}")
+            raise ValueError(
+                f"{name} must have last dimension {size_name}={size}, got shape"
+                f" {_shape(t)}"
+            )
 
     def project_keys(self, keys: Tensor) -> Tensor:
-        """``W_k k`` for every key: compute once, pass to :meth:`forward` as ``projected_keys``.
+        """``W_k k`` for every key: compute once, pass to :meth:`forward` as
+        ``projected_keys``.
 
         Shapes:
             keys:    (B, Lk, key_size)
-            returns: (B, Lk, Hd)
+            returns: (B, Lk, Da)
         """
         self._check_size("keys", keys, self.key_size, "key_size")
-        return self.W_k(keys)  # (B, Lk, Hd)
+        return self.W_k(keys)  # (B, Lk, Da)
 
-    def forward(self, queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None,
-                mask: Tensor | None = None, *, projected_keys: Tensor | None = None) -> Tensor:
+    def forward(
+        self,
+        queries: Tensor,
+        keys: Tensor,
+        values: Tensor,
+        valid_lens: Tensor | None = None,
+        mask: Tensor | None = None,
+        *,
+        projected_keys: Tensor | None = None
+    ) -> Tensor:
         self._check_size("queries", queries, self.query_size, "query_size")
         self._check_size("keys", keys, self.key_size, "key_size")
         _check_qk(queries, keys, same_size=False)
         _check_kv(keys, values)
         if queries.dtype != self.W_q.weight.dtype:
-            raise TypeError(f"queries have dtype {queries.dtype} but the layer's parameters have "
-                            f"{self.W_q.weight.dtype}; call layer.to({queries.dtype}) or convert the inputs")
+            raise TypeError(
+                f"queries have dtype {queries.dtype} but the layer's parameters have"
+                f" {self.W_q.weight.dtype}; call layer.to({queries.dtype}) or convert"
+                " the inputs"
+            )
         if projected_keys is None:
-            projected_keys = self.W_k(keys)  # (B, Lk, Hd)
-        elif not isinstance(projected_keys, Tensor) or projected_keys.shape != keys.shape[:-1] + (self.num_hiddens,):
-            got = _shape(projected_keys) if isinstance(projected_keys, Tensor) else type(projected_keys).__name__
-            raise ValueError(f"projected_keys must have shape {_shape(keys)[:-1] + (self.num_hiddens,)} "
-                             f"(B, Lk, Hd), as returned by project_keys(keys); got {got}")
-        attn_scores = additive_scores(self.W_q(queries), projected_keys, self.w_v.weight)  # (B, Lq, Lk)
+            projected_keys = self.W_k(keys)  # (B, Lk, Da)
+        elif (
+            not isinstance(projected_keys, Tensor)
+            or projected_keys.shape != keys.shape[:-1] + (self.num_hiddens,)
+        ):
+            got = (
+                _shape(projected_keys)
+                if isinstance(projected_keys, Tensor)
+                else type(projected_keys).__name__
+            )
+            raise ValueError(
+                "projected_keys must have shape"
+                f" {_shape(keys)[:-1] + (self.num_hiddens,)} (B, Lk, Da), as returned"
+                f" by project_keys(keys); got {got}"
+            )
+        attn_scores = additive_scores(
+            self.W_q(queries), projected_keys, self.w_v.weight
+        )  # (B, Lq, Lk)
         dropout_p = self.dropout.p if self.training else 0.0
-        output, self.attention_weights = attention_pooling(attn_scores, values, valid_lens, mask, dropout_p)
+        output, self.attention_weights = attention_pooling(
+            attn_scores, values, valid_lens, mask, dropout_p
+        )
         return output  # (B, Lq, Dv)
 
     def extra_repr(self) -> str:
-        return f"key_size={self.key_size}, query_size={self.query_size}, num_hiddens={self.num_hiddens}"
+        return (
+            f"key_size={self.key_size}, query_size={self.query_size},"
+            f" num_hiddens={self.num_hiddens}"
+        )

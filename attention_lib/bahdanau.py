@@ -1,19 +1,24 @@
-"""Bahdanau attention in a GRU decoder (Bahdanau et al., 2014): a new context for every output word.
+"""Bahdanau attention in a GRU decoder (Bahdanau et al., 2014): a new context for every
+output word.
 
-Chapter 1's decoder sees the source through one vector. This decoder looks back at all the
-encoder's states h_1 … h_Lk at every step t', with the *previous* decoder state as the query:
+Chapter 1's decoder sees the source through one vector. This decoder looks back at all
+the encoder's states h_1 … h_Lk at every step t', with the *previous* decoder state as
+the query:
 
-    α_t't = softmax_t( w_vᵀ tanh(W_q s_{t'-1} + W_k h_t) )     additive scores over source positions
-    c_t'  = Σ_t α_t't h_t                                        context
-    s_t'  = g(y_{t'-1}, c_t', s_{t'-1})                          a GRU step with input [y_{t'-1}; c_t']
+    α_t't = softmax_t( w_vᵀ tanh(W_q s_{t'-1} + W_k h_t) )   additive scores over t
+    c_t'  = Σ_t α_t't h_t                                      context
+    s_t'  = g(y_{t'-1}, c_t', s_{t'-1})                        a GRU step, input
+                                                               [y_{t'-1}; c_t']
     p(y_t' | …) = softmax(W_o s_t' + b_o)
 
-``W_k h_t`` does not depend on t', so :meth:`BahdanauDecoder.init_state` computes it once per
-sentence; only ``W_q s_{t'-1}`` is computed in the loop. With several layers the context enters
-the first layer and the query is the top layer's state, as in *Dive into Deep Learning*.
+``W_k h_t`` does not depend on t', so :meth:`BahdanauDecoder.init_state` computes it
+once per sentence; only ``W_q s_{t'-1}`` is computed in the loop. With several layers
+the context enters the first layer and the query is the top layer's state, as in *Dive
+into Deep Learning*.
 
 Taught in ``chapters/03_bahdanau/01_attention_decoder.ipynb`` (the decoder) and
-``chapters/03_bahdanau/02_training_and_results.ipynb`` (training it and reading its weights).
+``chapters/03_bahdanau/02_training_and_results.ipynb`` (training it and reading its
+weights).
 """
 from __future__ import annotations
 
@@ -35,10 +40,13 @@ class BahdanauState(NamedTuple):
     """What the decoder carries from step to step.
 
     Shapes:
-        enc_outputs:    (B, Lk, Dh)  the encoder's states h_t (the values, and the keys before W_k)
-        projected_keys: (B, Lk, Dh)  W_k h_t, or None when the decoder projects them at every step
-        src_mask:       (B, 1, Lk)   bool, True at real source tokens; None when there is no padding
-        hidden:         (num_layers, B, Dh)  the decoder's state s_{t'-1}
+        enc_outputs:    (B, Lk, Dk)  the encoder's states h_t (the values, and the
+                                     keys before W_k)
+        projected_keys: (B, Lk, Dk)  W_k h_t, or None when the decoder projects them
+                                     at every step
+        src_mask:       (B, 1, Lk)   bool, True at real source tokens; None when
+                                     there is no padding
+        hidden:         (num_layers, B, Ds)  the decoder's state s_{t'-1}
     """
 
     enc_outputs: Tensor
@@ -50,84 +58,171 @@ class BahdanauState(NamedTuple):
 class BahdanauDecoder(nn.Module):
     """GRU decoder with additive attention over the encoder's states.
 
-    ``reset_after`` picks the GRU variant (see :mod:`attention_lib.gru`): ``False`` is the
-    material's equation, ``True`` is ``torch.nn.GRU``'s (and the d2l book's decoder's).
-    ``precompute_keys=False`` projects the keys at every step instead of once per sentence: the
-    same numbers, more work (the chapter measures how much). ``dropout`` acts between GRU layers,
-    as in ``torch.nn.GRU``. After each call, ``attention_weights`` holds the weights of every step.
+    ``reset_after`` picks the GRU variant (see :mod:`attention_lib.gru`): ``False`` is
+    the equation of Cho et al. (2014) that Bahdanau et al. (2014) use, ``True`` is
+    ``torch.nn.GRU``'s (and the d2l book's decoder's). ``precompute_keys=False``
+    projects the keys at every step instead of once per sentence: the same numbers, more
+    work (the chapter measures how much). ``dropout`` acts between GRU layers, as in
+    ``torch.nn.GRU``. After each call, ``attention_weights`` holds the weights of every
+    step.
+
+    ``init`` says where the decoder's first state comes from. ``"final"`` copies the
+    encoder's final state (the encoder and decoder have the same sizes; d2l's decoder
+    does this). ``"backward"`` is Bahdanau et al.'s (2014) choice for a bidirectional
+    encoder (``key_size`` = 2 × its state size): ``s_0 = tanh(W_s h_1^←)``, from the
+    backward GRU's state after it has read the sentence from the end back to the first
+    word.
 
     Shapes:
-        init_state(enc_outputs ((B, Lk, Dh), (num_layers, B, Dh)), src_valid_lens (B,) or None)
-            -> :class:`BahdanauState`
+        init_state(enc_outputs ((B, Lk, Dk), state), src_valid_lens (B,) or None)
+            -> :class:`BahdanauState`; Dk = key_size; state (num_layers, B, Ds) for
+            ``init="final"``, (2*num_layers, B, Dk/2) for ``init="backward"``
         forward(tgt_input (B, Lq), state) -> logits (B, Lq, V), state
         attention_weights: (B, Lq, Lk), zero at source padding
 
     Taught in ``chapters/03_bahdanau/01_attention_decoder.ipynb``.
     """
 
-    def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1,
-                 dropout: float = 0.0, reset_after: bool = False, precompute_keys: bool = True):
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_size: int,
+        num_hiddens: int,
+        num_layers: int = 1,
+        dropout: float = 0.0,
+        reset_after: bool = False,
+        precompute_keys: bool = True,
+        key_size: int | None = None,
+        init: str = "final",
+    ):
         super().__init__()
-        self.num_layers, self.num_hiddens = num_layers, num_hiddens
+        if init not in ("final", "backward"):
+            raise ValueError(f"init must be 'final' or 'backward', got {init!r}")
+        key_size = num_hiddens if key_size is None else key_size
+        if init == "backward" and key_size % 2:
+            raise ValueError(
+                "init='backward' needs a bidirectional encoder's states: key_size must"
+                f" be 2 * the encoder's state size, an even number; got {key_size}"
+            )
+        self.num_layers, self.num_hiddens, self.key_size, self.init = (
+            num_layers,
+            num_hiddens,
+            key_size,
+            init,
+        )
         self.precompute_keys = precompute_keys
         self.embedding = nn.Embedding(vocab_size, embed_size)
-        self.attention = AdditiveAttention(num_hiddens, num_hiddens, num_hiddens)
+        self.attention = AdditiveAttention(key_size, num_hiddens, num_hiddens)
+        # The paper's s_0 = tanh(W_s h_1^←): the backward encoder's state after reading
+        # the whole sentence.
+        self.W_s = nn.Linear(key_size // 2, num_hiddens) if init == "backward" else None
         self.cells = nn.ModuleList(
-            [GRUCell(embed_size, num_hiddens, context_size=num_hiddens, reset_after=reset_after)]
-            + [GRUCell(num_hiddens, num_hiddens, reset_after=reset_after) for _ in range(num_layers - 1)])
+            [
+                GRUCell(
+                    embed_size,
+                    num_hiddens,
+                    context_size=key_size,
+                    reset_after=reset_after,
+                )
+            ]
+            + [
+                GRUCell(num_hiddens, num_hiddens, reset_after=reset_after)
+                for _ in range(num_layers - 1)
+            ]
+        )
         self.dropout = nn.Dropout(dropout)
         self.dense = nn.Linear(num_hiddens, vocab_size)
         self.attention_weights: Tensor | None = None
 
-    def init_state(self, enc_outputs: tuple[Tensor, Tensor], src_valid_lens: Tensor | None = None) -> BahdanauState:
+    def init_state(
+        self, enc_outputs: tuple[Tensor, Tensor], src_valid_lens: Tensor | None = None
+    ) -> BahdanauState:
         self._check_inputs(enc_outputs, src_valid_lens)
-        outputs, hidden = enc_outputs  # (B, Lk, Dh), (num_layers, B, Dh)
-        # W_k h_t does not depend on the decoder's step: project the keys once per sentence.
-        projected_keys = self.attention.project_keys(outputs) if self.precompute_keys else None  # (B, Lk, Dh)
+        # (B, Lk, Dk), (num_layers, B, Ds) or (2*num_layers, B, Dk/2)
+        outputs, hidden = enc_outputs
+        if self.init == "backward":
+            # Layer by layer, torch.nn.GRU stores (forward, backward): take the backward
+            # states.
+            hidden = torch.tanh(self.W_s(hidden[1::2]))  # (num_layers, B, Ds)
+        # W_k h_t does not depend on the decoder's step: project the keys once per
+        # sentence.
+        projected_keys = (
+            self.attention.project_keys(outputs) if self.precompute_keys else None
+        )  # (B, Lk, Dk)
         src_mask = None
         if src_valid_lens is not None:
-            src_mask = valid_lens_to_mask(src_valid_lens, outputs.shape[1]).unsqueeze(1)  # (B, 1, Lk)
+            # (B, 1, Lk)
+            src_mask = valid_lens_to_mask(src_valid_lens, outputs.shape[1]).unsqueeze(1)
         return BahdanauState(outputs, projected_keys, src_mask, hidden)
 
     def _check_inputs(self, enc_outputs, src_valid_lens) -> None:
-        """The encoder's (outputs, state) and the source lengths, checked against this decoder's sizes."""
-        expected = (f"the encoder's (outputs, state): outputs (B, Lk, Dh={self.num_hiddens}) and a state "
-                    f"(num_layers={self.num_layers}, B, Dh)")
+        """The encoder's (outputs, state) and the source lengths, checked against this
+        decoder's sizes."""
+        if self.init == "final":
+            state_shape, state_text = (
+                self.num_layers,
+                self.num_hiddens,
+            ), f"(num_layers={self.num_layers}, B, Ds)"
+        else:
+            state_shape = (2 * self.num_layers, self.key_size // 2)
+            state_text = (
+                f"a bidirectional encoder's state (2*num_layers={2 * self.num_layers},"
+                f" B, key_size/2={self.key_size // 2})"
+            )
+        expected = (
+            f"the encoder's (outputs, state): outputs (B, Lk, key_size={self.key_size})"
+            f" and a state {state_text}"
+        )
         if not (isinstance(enc_outputs, (tuple, list)) and len(enc_outputs) == 2
                 and all(isinstance(t, Tensor) for t in enc_outputs)):
-            raise TypeError(f"enc_outputs must be {expected}, got {describe(enc_outputs)}")
+            raise TypeError(
+                f"enc_outputs must be {expected}, got {describe(enc_outputs)}"
+            )
         outputs, hidden = enc_outputs
-        if outputs.dim() != 3 or hidden.shape != (self.num_layers, outputs.shape[0], self.num_hiddens) \
-                or outputs.shape[-1] != self.num_hiddens:
-            raise ValueError(f"enc_outputs must be {expected}, got {tuple(outputs.shape)} and {tuple(hidden.shape)}")
+        if (
+            outputs.dim() != 3
+            or hidden.shape != (state_shape[0], outputs.shape[0], state_shape[1])
+            or outputs.shape[-1] != self.key_size
+        ):
+            raise ValueError(
+                f"enc_outputs must be {expected}, got {tuple(outputs.shape)} and"
+                f" {tuple(hidden.shape)}"
+            )
         if src_valid_lens is not None:
             _check_src_valid_lens(outputs, src_valid_lens)
 
-    def forward(self, tgt_input: Tensor, state: BahdanauState) -> tuple[Tensor, BahdanauState]:
+    def forward(
+        self, tgt_input: Tensor, state: BahdanauState
+    ) -> tuple[Tensor, BahdanauState]:
         _check_tokens("tgt_input", tgt_input)
         enc_outputs, projected_keys, src_mask, hidden = state
         first = self.cells[0]
-        # 1. The previous words' share of the first layer's gates, W_y y + b, for all steps at once.
-        input_projs = first.project_inputs(self.embedding(tgt_input))  # (B, Lq, 3*Dh)
-        layers = list(hidden.unbind(0))  # num_layers × (B, Dh): s_{t'-1} per layer
+        # 1. The previous words' share of the first layer's gates, W_y y + b, for all
+        # steps at once.
+        input_projs = first.project_inputs(self.embedding(tgt_input))  # (B, Lq, 3*Ds)
+        layers = list(hidden.unbind(0))  # num_layers × (B, Ds): s_{t'-1} per layer
         outputs, weights = [], []
         for t in range(tgt_input.shape[1]):
             # 2. Attend with the previous state of the top layer as the query.
-            query = layers[-1].unsqueeze(1)  # (B, 1, Dh)
+            query = layers[-1].unsqueeze(1)  # (B, 1, Ds)
             context = self.attention(query, enc_outputs, enc_outputs, mask=src_mask,
-                                     projected_keys=projected_keys)  # (B, 1, Dh)
+                                     projected_keys=projected_keys)  # (B, 1, Dk)
             weights.append(self.attention.attention_weights)  # (B, 1, Lk)
-            # 3. First layer: the GRU update with input [y_{t'-1}; c_t'], i.e. W_y y + W_c c + b.
-            input_proj = input_projs[:, t] + first.project_context(context.squeeze(1))  # (B, 3*Dh)
-            layers[0] = first.step(input_proj, layers[0])  # (B, Dh)
-            # 4. Upper layers read the layer below (dropout between layers, as in nn.GRU).
+            # 3. First layer: the GRU update with input [y_{t'-1}; c_t'], i.e. W_y y +
+            # W_c c + b. (B, 3*Ds)
+            input_proj = input_projs[:, t] + first.project_context(context.squeeze(1))
+            layers[0] = first.step(input_proj, layers[0])  # (B, Ds)
+            # 4. Upper layers read the layer below (dropout between layers, as in
+            # nn.GRU).
             for i in range(1, self.num_layers):
-                layers[i] = self.cells[i](self.dropout(layers[i - 1]), layers[i])  # (B, Dh)
+                # (B, Ds)
+                layers[i] = self.cells[i](self.dropout(layers[i - 1]), layers[i])
             outputs.append(layers[-1])
         self.attention_weights = torch.cat(weights, dim=1).detach()  # (B, Lq, Lk)
         # 5. One output projection for all steps after the loop.
         logits = self.dense(torch.stack(outputs, dim=1))  # (B, Lq, V)
-        return logits, state._replace(hidden=torch.stack(layers))  # hidden: (num_layers, B, Dh)
+        # hidden: (num_layers, B, Ds)
+        return logits, state._replace(hidden=torch.stack(layers))
 
     @staticmethod
     def reorder_state(state: BahdanauState, index: Tensor) -> BahdanauState:
@@ -139,5 +234,9 @@ class BahdanauDecoder(nn.Module):
         def pick(x, dim=0):
             return None if x is None else x.index_select(dim, index)
 
-        return BahdanauState(pick(state.enc_outputs), pick(state.projected_keys), pick(state.src_mask),
-                             pick(state.hidden, dim=1))
+        return BahdanauState(
+            pick(state.enc_outputs),
+            pick(state.projected_keys),
+            pick(state.src_mask),
+            pick(state.hidden, dim=1),
+        )

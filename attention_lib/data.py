@@ -2,7 +2,8 @@
 
 Sources, tried in order:
 
-1. the directory named by the environment variable ``ATTENTION_LIB_DATA`` (CI and offline
+1. the directory named by the environment variable ``ATTENTION_LIB_DATA`` (CI and
+   offline
    builds point it at a checked copy; a ``SHA256SUMS`` file there is verified);
 2. a per-user cache (``$XDG_CACHE_HOME/attention_lib`` or ``~/.cache/attention_lib``);
 3. the public ``fra-eng.zip`` that *Dive into Deep Learning* uses, downloaded, checked
@@ -11,9 +12,10 @@ Sources, tried in order:
 The sentence pairs come from the Tatoeba Project (https://tatoeba.org), licensed
 CC BY 2.0 FR.
 
-The split into train / validation / test is decided by a hash of the English sentence, so it
-does not depend on the file's order or revision, and every translation of one English sentence
-lands in the same split (nothing of a test sentence is ever trained on).
+The split into train / validation / test is decided by a hash of the English sentence,
+so it does not depend on the file's order or revision, and every translation of one
+English sentence lands in the same split (nothing of a test sentence is ever trained
+on).
 
 Taught in ``chapters/01_seq2seq/01_data.ipynb``.
 """
@@ -52,6 +54,7 @@ __all__ = [
     "Batch",
     "TranslationData",
     "load_fra_eng",
+    "copy_task",
 ]
 
 DATA_ENV_VAR = "ATTENTION_LIB_DATA"
@@ -67,11 +70,14 @@ class DataUnavailableError(RuntimeError):
     """The corpus could not be found locally nor downloaded."""
 
 
-# --------------------------------------------------------------------------- finding the file
+# --------------------------------------------------------------------------- finding
+# the file
 
 
 def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".cache"
+    )
     return Path(base) / "attention_lib"
 
 
@@ -87,21 +93,27 @@ def _verify_sha256sums(directory: Path) -> None:
     sums = directory / "SHA256SUMS"
     if not sums.exists():
         return
-    for number, line in enumerate(sums.read_text(encoding="utf-8-sig").splitlines(), start=1):
+    for number, line in enumerate(
+        sums.read_text(encoding="utf-8-sig").splitlines(), start=1
+    ):
         if not line.strip():
             continue
         parts = line.split(maxsplit=1)
         if len(parts) != 2 or len(parts[0]) != 64:
-            raise ValueError(f"{sums}, line {number}: expected '<64 hex digits>  <file name>' "
-                             f"(the output of sha256sum), got {line[:80]!r}")
+            raise ValueError(
+                f"{sums}, line {number}: expected '<64 hex digits>  <file name>' "
+                f"(the output of sha256sum), got {line[:80]!r}"
+            )
         expected, name = parts[0].lower(), parts[1].strip().lstrip("*")
         if not (directory / name).is_file():
-            raise ValueError(f"{sums}, line {number} lists {name}, which is not in {directory}")
+            raise ValueError(
+                f"{sums}, line {number} lists {name}, which is not in {directory}"
+            )
         actual = _hash_file(directory / name, "sha256")
         if actual != expected:
             raise ValueError(
-                f"checksum mismatch for {directory / name}: SHA256SUMS says {expected}, the file hashes to "
-                f"{actual}; the file is corrupt or was changed"
+                f"checksum mismatch for {directory / name}: SHA256SUMS says {expected},"
+                f" the file hashes to {actual}; the file is corrupt or was changed"
             )
 
 
@@ -109,30 +121,42 @@ def _download(url: str, dest: Path, timeout: float) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     partial = dest.with_suffix(dest.suffix + ".part")
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response, open(partial, "wb") as out:
+        with urllib.request.urlopen(url, timeout=timeout) as response, open(
+            partial, "wb"
+        ) as out:
             total = int(response.headers.get("Content-Length") or 0) or None
             from tqdm.auto import tqdm
 
-            with tqdm(total=total, unit="B", unit_scale=True, desc=f"downloading {url.rsplit('/', 1)[-1]}") as bar:
+            with tqdm(
+                total=total,
+                unit="B",
+                unit_scale=True,
+                desc=f"downloading {url.rsplit('/', 1)[-1]}",
+            ) as bar:
                 for chunk in iter(lambda: response.read(1 << 16), b""):
                     out.write(chunk)
                     bar.update(len(chunk))
-    except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, OSError) as exc:
+    except (
+        urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError, OSError
+    ) as exc:
         partial.unlink(missing_ok=True)
         raise DataUnavailableError(
-            f"The English-French corpus was not found locally and could not be downloaded from {url} "
-            f"({exc}). Either connect to the internet, or set the environment variable {DATA_ENV_VAR} "
-            f"to a directory containing {FILE_NAME} (for example ../shared/data/fra-eng)."
+            "The English-French corpus was not found locally and could not be"
+            f" downloaded from {url} ({exc}). Either connect to the internet, or set"
+            f" the environment variable {DATA_ENV_VAR} to a directory containing"
+            f" {FILE_NAME} (for example ../shared/data/fra-eng)."
         ) from exc
     partial.replace(dest)
 
 
 def locate_fra_eng(data_dir: str | os.PathLike | None = None, *, timeout: float = 10.0,
                    url: str = FRA_ENG_URL, sha1: str = FRA_ENG_SHA1) -> Path:
-    """Return the path of ``fra.txt``, from ``data_dir``, ``$ATTENTION_LIB_DATA``, the cache or a download.
+    """Return the path of ``fra.txt``, from ``data_dir``, ``$ATTENTION_LIB_DATA``, the
+    cache or a download.
 
-    Raises :class:`DataUnavailableError` (within about ``timeout`` seconds when offline) naming the
-    environment variable and the URL, and ``ValueError`` naming the file on a checksum mismatch.
+    Raises :class:`DataUnavailableError` (within about ``timeout`` seconds when offline)
+    naming the environment variable and the URL, and ``ValueError`` naming the file on a
+    checksum mismatch.
 
     Shapes:
         returns: a filesystem path (no tensors)
@@ -144,15 +168,31 @@ def locate_fra_eng(data_dir: str | os.PathLike | None = None, *, timeout: float 
         directory = Path(directory).expanduser()
         path = directory / FILE_NAME
         if not path.is_file():
-            source = f"the environment variable {DATA_ENV_VAR}" if data_dir is None else "data_dir"
-            found = ("is a file, not a folder" if directory.is_file()
-                     else "does not exist" if not directory.exists() else f"has no {FILE_NAME}")
-            undo = (f", or unset {DATA_ENV_VAR} to use the per-user cache (downloading the corpus once)"
-                    if data_dir is None else ", or pass data_dir=None to use the cache or download")
+            source = (
+                f"the environment variable {DATA_ENV_VAR}"
+                if data_dir is None
+                else "data_dir"
+            )
+            found = (
+                "is a file, not a folder"
+                if directory.is_file()
+                else (
+                    "does not exist"
+                    if not directory.exists()
+                    else f"has no {FILE_NAME}"
+                )
+            )
+            undo = (
+                f", or unset {DATA_ENV_VAR} to use the per-user cache (downloading the"
+                " corpus once)"
+                if data_dir is None
+                else ", or pass data_dir=None to use the cache or download"
+            )
             raise DataUnavailableError(
-                f"{source} points at {directory}, which {found}: expected the folder holding the "
-                f"English-French corpus file {FILE_NAME} (tab-separated English, French). Get it from "
-                f"{FRA_ENG_URL} (unzip it and take fra-eng/{FILE_NAME}) and put it in that folder{undo}."
+                f"{source} points at {directory}, which {found}: expected the folder"
+                f" holding the English-French corpus file {FILE_NAME} (tab-separated"
+                f" English, French). Get it from {FRA_ENG_URL} (unzip it and take"
+                f" fra-eng/{FILE_NAME}) and put it in that folder{undo}."
             )
         _verify_sha256sums(directory)
         return path
@@ -168,13 +208,19 @@ def locate_fra_eng(data_dir: str | os.PathLike | None = None, *, timeout: float 
     if actual != sha1:
         archive.unlink()
         raise ValueError(
-            f"checksum mismatch for {archive} downloaded from {url}: expected SHA-1 {sha1}, got {actual}; "
-            "the download was removed, try again"
+            f"checksum mismatch for {archive} downloaded from {url}: expected SHA-1"
+            f" {sha1}, got {actual}; the download was removed, try again"
         )
     with zipfile.ZipFile(archive) as zf:
-        member = next((n for n in zf.namelist() if n.endswith("/" + FILE_NAME) or n == FILE_NAME), None)
+        member = next(
+            (n for n in zf.namelist() if n.endswith("/" + FILE_NAME) or n == FILE_NAME),
+            None,
+        )
         if member is None:
-            raise ValueError(f"{archive} has no {FILE_NAME} inside; its members are {zf.namelist()[:5]}")
+            raise ValueError(
+                f"{archive} has no {FILE_NAME} inside; its members are"
+                f" {zf.namelist()[:5]}"
+            )
         cache.mkdir(parents=True, exist_ok=True)
         with zf.open(member) as src, open(path, "wb") as dst:
             dst.write(src.read())
@@ -182,9 +228,11 @@ def locate_fra_eng(data_dir: str | os.PathLike | None = None, *, timeout: float 
 
 
 def read_pairs(path: str | os.PathLike) -> list[tuple[str, str]]:
-    """Read tab-separated (English, French) pairs; extra columns (attribution) are ignored.
+    """Read tab-separated (English, French) pairs; extra columns (attribution) are
+    ignored.
 
-    A line without a tab, or with an empty side, raises ``ValueError`` naming the file and line.
+    A line without a tab, or with an empty side, raises ``ValueError`` naming the file
+    and line.
 
     Shapes:
         returns: list of N (english, french) string pairs
@@ -194,7 +242,8 @@ def read_pairs(path: str | os.PathLike) -> list[tuple[str, str]]:
     path = Path(path)
     pairs = []
     try:
-        text = path.read_text(encoding="utf-8-sig")  # -sig: a byte-order mark, if any, is not text
+        # -sig: a byte-order mark, if any, is not text
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path} is not UTF-8 text ({exc})") from exc
     for number, line in enumerate(text.splitlines(), start=1):
@@ -203,7 +252,8 @@ def read_pairs(path: str | os.PathLike) -> list[tuple[str, str]]:
         parts = line.split("\t")
         if len(parts) < 2 or not parts[0].strip() or not parts[1].strip():
             raise ValueError(
-                f"{path}, line {number}: expected 'English<TAB>French', got {line[:60]!r}"
+                f"{path}, line {number}: expected 'English<TAB>French', got"
+                f" {line[:60]!r}"
             )
         pairs.append((parts[0], parts[1]))
     if not pairs:
@@ -211,11 +261,13 @@ def read_pairs(path: str | os.PathLike) -> list[tuple[str, str]]:
     return pairs
 
 
-# --------------------------------------------------------------------------- text to tokens
+# --------------------------------------------------------------------------- text to
+# tokens
 
 
 def preprocess(text: str) -> str:
-    """Lower-case, turn non-breaking spaces into spaces, and put a space before ``, . ! ?``.
+    """Lower-case, turn non-breaking spaces into spaces, and put a space before ``, . !
+    ?``.
 
     This is the preprocessing readers know from *Dive into Deep Learning*.
 
@@ -245,10 +297,12 @@ def tokenize(text: str) -> list[str]:
 
 
 class Vocab:
-    """Map tokens to indices and back. ``<pad> <bos> <eos> <unk>`` come first (``<pad>`` is 0).
+    """Map tokens to indices and back. ``<pad> <bos> <eos> <unk>`` come first (``<pad>``
+    is 0).
 
-    Tokens seen fewer than ``min_freq`` times are left out and map to ``<unk>``. Order after the
-    special tokens: most frequent first, ties alphabetical (so the vocabulary is deterministic).
+    Tokens seen fewer than ``min_freq`` times are left out and map to ``<unk>``. Order
+    after the special tokens: most frequent first, ties alphabetical (so the vocabulary
+    is deterministic).
 
     Shapes:
         vocab[tokens]: list of ints, same length as ``tokens``
@@ -259,9 +313,17 @@ class Vocab:
 
     def __init__(self, sentences: Iterable[Sequence[str]] = (), min_freq: int = 1):
         check_int("min_freq", min_freq, 1)
-        counter = collections.Counter(token for sentence in sentences for token in sentence)
-        kept = sorted((t for t, c in counter.items() if c >= min_freq and t not in SPECIAL_TOKENS),
-                      key=lambda t: (-counter[t], t))
+        counter = collections.Counter(
+            token for sentence in sentences for token in sentence
+        )
+        kept = sorted(
+            (
+                t
+                for t, c in counter.items()
+                if c >= min_freq and t not in SPECIAL_TOKENS
+            ),
+            key=lambda t: (-counter[t], t),
+        )
         self.idx_to_token = list(SPECIAL_TOKENS) + kept
         self.token_to_idx = {token: idx for idx, token in enumerate(self.idx_to_token)}
         self.token_freqs = counter
@@ -273,8 +335,11 @@ class Vocab:
         if isinstance(tokens, str):
             return self.token_to_idx.get(tokens, self.unk)
         if isinstance(tokens, Tensor) or not hasattr(tokens, "__iter__"):
-            raise TypeError(f"vocab[...] takes a token (str) or a list of tokens, got {describe(tokens)}; "
-                            "to turn indices into tokens, use vocab.to_tokens(indices)")
+            raise TypeError(
+                "vocab[...] takes a token (str) or a list of tokens, got"
+                f" {describe(tokens)}; to turn indices into tokens, use"
+                " vocab.to_tokens(indices)"
+            )
         return [self[token] for token in tokens]
 
     def to_tokens(self, indices) -> list[str] | str:
@@ -285,7 +350,10 @@ class Vocab:
         indices = [int(i) for i in indices]
         outside = [i for i in indices if not 0 <= i < len(self)]
         if outside:
-            raise ValueError(f"indices must lie in [0, {len(self)}) (the vocabulary's size), got {outside[:5]}")
+            raise ValueError(
+                f"indices must lie in [0, {len(self)}) (the vocabulary's size), got"
+                f" {outside[:5]}"
+            )
         return [self.idx_to_token[i] for i in indices]
 
     pad = property(lambda self: self.token_to_idx[PAD])
@@ -298,7 +366,8 @@ class Vocab:
 
 
 def truncate_pad(indices: Sequence[int], num_steps: int, pad: int) -> list[int]:
-    """Cut ``indices`` to ``num_steps`` or pad it on the right with ``pad`` up to ``num_steps``.
+    """Cut ``indices`` to ``num_steps`` or pad it on the right with ``pad`` up to
+    ``num_steps``.
 
     Shapes:
         indices: Lt ints; returns: ``num_steps`` ints
@@ -311,7 +380,8 @@ def truncate_pad(indices: Sequence[int], num_steps: int, pad: int) -> list[int]:
 
 
 def split_of(english: str, val_percent: int = 2, test_percent: int = 3) -> str:
-    """'train', 'val' or 'test' for an English sentence, from a hash of its preprocessed text.
+    """'train', 'val' or 'test' for an English sentence, from a hash of its preprocessed
+    text.
 
     Shapes:
         english: str; returns: str
@@ -320,8 +390,15 @@ def split_of(english: str, val_percent: int = 2, test_percent: int = 3) -> str:
     """
     if not isinstance(english, str):
         raise TypeError(f"english must be a str, got {describe(english)}")
-    if check_int("val_percent", val_percent, 0) + check_int("test_percent", test_percent, 0) > 100:
-        raise ValueError(f"val_percent + test_percent must be at most 100, got {val_percent} + {test_percent}")
+    if (
+        check_int("val_percent", val_percent, 0)
+        + check_int("test_percent", test_percent, 0)
+        > 100
+    ):
+        raise ValueError(
+            f"val_percent + test_percent must be at most 100, got {val_percent} +"
+            f" {test_percent}"
+        )
     bucket = int(hashlib.md5(preprocess(english).encode("utf-8")).hexdigest(), 16) % 100
     if bucket < test_percent:
         return "test"
@@ -330,7 +407,8 @@ def split_of(english: str, val_percent: int = 2, test_percent: int = 3) -> str:
     return "train"
 
 
-# --------------------------------------------------------------------------- tensors and batches
+# --------------------------------------------------------------------------- tensors
+# and batches
 
 
 class Batch(NamedTuple):
@@ -339,8 +417,10 @@ class Batch(NamedTuple):
     Shapes:
         src:            (B, Lk)  source token indices, ``<eos>``-terminated, padded
         src_valid_lens: (B,)     number of real source tokens (with ``<eos>``)
-        tgt_input:      (B, Lq)  ``<bos>`` followed by the target shifted right (decoder input)
-        tgt_output:     (B, Lq)  the target, ``<eos>``-terminated, padded (what to predict)
+        tgt_input:      (B, Lq)  ``<bos>`` followed by the target shifted right (decoder
+            input)
+        tgt_output:     (B, Lq)  the target, ``<eos>``-terminated, padded (what to
+            predict)
         tgt_valid_lens: (B,)     number of real target tokens (with ``<eos>``)
     """
 
@@ -355,8 +435,9 @@ class Batch(NamedTuple):
 class TranslationData:
     """Tokenised splits with their vocabularies; builds tensors and data loaders.
 
-    ``pairs[split]`` holds ``(english_tokens, french_tokens)`` lists (preprocessed, no ``<eos>``);
-    ``raw[split]`` the original strings. The vocabularies are built from the training split only.
+    ``pairs[split]`` holds ``(english_tokens, french_tokens)`` lists (preprocessed, no
+    ``<eos>``); ``raw[split]`` the original strings. The vocabularies are built from the
+    training split only.
 
     Shapes:
         tensors(split): a :class:`Batch` of all pairs, (N, num_steps) and (N,)
@@ -371,38 +452,65 @@ class TranslationData:
     tgt_vocab: Vocab
     num_steps: int
 
-    def encode(self, sentences: Sequence[Sequence[str]], vocab: Vocab) -> tuple[Tensor, Tensor]:
-        """Indices (N, num_steps) with ``<eos>`` appended, padded or truncated, and valid lengths (N,)."""
-        rows = [truncate_pad(vocab[list(s)] + [vocab.eos], self.num_steps, vocab.pad) for s in sentences]
-        array = torch.tensor(rows, dtype=torch.long).reshape(len(rows), self.num_steps)  # (N, num_steps)
+    def encode(
+        self, sentences: Sequence[Sequence[str]], vocab: Vocab
+    ) -> tuple[Tensor, Tensor]:
+        """Indices (N, num_steps) with ``<eos>`` appended, padded or truncated, and
+        valid lengths (N,)."""
+        rows = [
+            truncate_pad(vocab[list(s)] + [vocab.eos], self.num_steps, vocab.pad)
+            for s in sentences
+        ]
+        # (N, num_steps)
+        array = torch.tensor(rows, dtype=torch.long).reshape(len(rows), self.num_steps)
         valid_lens = (array != vocab.pad).sum(dim=1)  # (N,)
         return array, valid_lens
 
     def encode_source(self, sentences: Sequence[str]) -> tuple[Tensor, Tensor]:
-        """Raw English strings to source indices (N, num_steps) and valid lengths (N,); unknown words become ``<unk>``."""
-        return self.encode([tokenize(preprocess(s)) for s in check_str_list("sentences", sentences)],
-                           self.src_vocab)
+        """Raw English strings to source indices (N, num_steps) and valid lengths (N,);
+        unknown words become ``<unk>``."""
+        return self.encode(
+            [tokenize(preprocess(s)) for s in check_str_list("sentences", sentences)],
+            self.src_vocab,
+        )
 
     def _check_split(self, split: str) -> None:
         if not isinstance(split, str) or split not in self.pairs:
-            raise ValueError(f"split must be one of {sorted(self.pairs)}, got {split!r}")
+            raise ValueError(
+                f"split must be one of {sorted(self.pairs)}, got {split!r}"
+            )
 
     def tensors(self, split: str = "train") -> Batch:
         self._check_split(split)
-        src, src_valid_lens = self.encode([p[0] for p in self.pairs[split]], self.src_vocab)
-        tgt, tgt_valid_lens = self.encode([p[1] for p in self.pairs[split]], self.tgt_vocab)
+        src, src_valid_lens = self.encode(
+            [p[0] for p in self.pairs[split]], self.src_vocab
+        )
+        tgt, tgt_valid_lens = self.encode(
+            [p[1] for p in self.pairs[split]], self.tgt_vocab
+        )
         bos = torch.full((tgt.shape[0], 1), self.tgt_vocab.bos, dtype=torch.long)
-        tgt_input = torch.cat([bos, tgt[:, :-1]], dim=1)  # (N, num_steps): teacher forcing input
+        # (N, num_steps): teacher forcing input
+        tgt_input = torch.cat([bos, tgt[:, :-1]], dim=1)
         return Batch(src, src_valid_lens, tgt_input, tgt, tgt_valid_lens)
 
-    def loader(self, split: str = "train", batch_size: int = 64, shuffle: bool | None = None,
-               seed: int = 0) -> DataLoader:
+    def loader(
+        self,
+        split: str = "train",
+        batch_size: int = 64,
+        shuffle: bool | None = None,
+        seed: int = 0,
+    ) -> DataLoader:
         check_int("batch_size", batch_size, 1)
         shuffle = (split == "train") if shuffle is None else shuffle
         dataset = TensorDataset(*self.tensors(split))
         generator = torch.Generator().manual_seed(seed)
-        return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, generator=generator,
-                          collate_fn=lambda rows: Batch(*(torch.stack(col) for col in zip(*rows))))
+        return DataLoader(
+            dataset,
+            batch_size=batch_size,
+            shuffle=shuffle,
+            generator=generator,
+            collate_fn=lambda rows: Batch(*(torch.stack(col) for col in zip(*rows))),
+        )
 
     def __repr__(self) -> str:
         sizes = ", ".join(f"{k}={len(v)}" for k, v in self.pairs.items())
@@ -410,13 +518,19 @@ class TranslationData:
                 f"src_vocab={len(self.src_vocab)}, tgt_vocab={len(self.tgt_vocab)})")
 
 
-def load_fra_eng(num_steps: int = 12, min_freq: int = 2, max_train: int | None = None, seed: int = 0,
-                 data_dir: str | os.PathLike | None = None) -> TranslationData:
-    """Load, preprocess, tokenise and split the corpus; build vocabularies from the training split.
+def load_fra_eng(
+    num_steps: int = 12,
+    min_freq: int = 2,
+    max_train: int | None = None,
+    seed: int = 0,
+    data_dir: str | os.PathLike | None = None,
+) -> TranslationData:
+    """Load, preprocess, tokenise and split the corpus; build vocabularies from the
+    training split.
 
-    ``max_train`` keeps a random (seeded) subset of the training pairs so a model trains in minutes
-    on a CPU (None: all of them); validation and test splits are always complete. ``num_steps`` is
-    at least 2, room for one word and ``<eos>``.
+    ``max_train`` keeps a random (seeded) subset of the training pairs so a model trains
+    in minutes on a CPU (None: all of them); validation and test splits are always
+    complete. ``num_steps`` is at least 2, room for one word and ``<eos>``.
 
     Shapes:
         returns: :class:`TranslationData`; its tensors are (N, ``num_steps``)
@@ -433,7 +547,9 @@ def load_fra_eng(num_steps: int = 12, min_freq: int = 2, max_train: int | None =
     raw = {"train": [], "val": [], "test": []}
     for english, french in raw_pairs:
         split = split_of(english)
-        pairs[split].append((tokenize(preprocess(english)), tokenize(preprocess(french))))
+        pairs[split].append(
+            (tokenize(preprocess(english)), tokenize(preprocess(french)))
+        )
         raw[split].append((english, french))
     if max_train is not None and max_train < len(pairs["train"]):
         keep = sorted(random.Random(seed).sample(range(len(pairs["train"])), max_train))
@@ -442,3 +558,48 @@ def load_fra_eng(num_steps: int = 12, min_freq: int = 2, max_train: int | None =
     src_vocab = Vocab((p[0] for p in pairs["train"]), min_freq=min_freq)
     tgt_vocab = Vocab((p[1] for p in pairs["train"]), min_freq=min_freq)
     return TranslationData(pairs, raw, src_vocab, tgt_vocab, num_steps)
+
+
+# --------------------------------------------------------------------------- a
+# controlled task
+
+
+def copy_task(
+    num_examples: int, max_len: int = 30, num_symbols: int = 10, seed: int = 0
+) -> Batch:
+    """Random sequences to copy: the bottleneck of one context vector, in a task where
+    it bites.
+
+    Token ids: 0 ``<pad>``, 1 ``<bos>``, 2 ``<eos>``, then the symbols ``3 .. 3 +
+    num_symbols - 1``. Each example has a length drawn uniformly from ``[2, max_len]``;
+    its source is that many random symbols, then ``<eos>``, padded to ``max_len + 1``.
+    The target is the source itself, and ``tgt_input`` is ``<bos>`` followed by the
+    target shifted right (teacher forcing). Valid lengths count ``<eos>``. A
+    ``torch.Generator`` seeded with ``seed`` draws everything, so the same seed gives
+    the same data on every machine.
+
+    Shapes:
+        returns: a :class:`Batch`; src, tgt_input, tgt_output: (N, max_len + 1); valid
+            lens: (N,)
+
+    Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb`` (with attention in
+    ``chapters/03_bahdanau/02_training_and_results.ipynb``).
+    """
+    check_int("num_examples", num_examples, 1)
+    check_int("max_len", max_len, 2)  # the shortest sequence has 2 symbols
+    check_int("num_symbols", num_symbols, 1)
+    check_int("seed", seed, 0)
+    pad, bos, eos, first = 0, 1, 2, 3
+    generator = torch.Generator().manual_seed(seed)
+    # (N,)
+    lengths = torch.randint(2, max_len + 1, (num_examples,), generator=generator)
+    src = torch.full((num_examples, max_len + 1), pad)  # (N, Lk)
+    for i, n in enumerate(lengths.tolist()):
+        src[i, :n] = torch.randint(
+            first, first + num_symbols, (n,), generator=generator
+        )
+        src[i, n] = eos
+    # (N, Lk)
+    tgt_input = torch.cat([torch.full((num_examples, 1), bos), src[:, :-1]], dim=1)
+    valid_lens = lengths + 1  # (N,), with <eos>
+    return Batch(src, valid_lens, tgt_input, src.clone(), valid_lens.clone())

@@ -1,12 +1,15 @@
 """Translating held-out sentences and scoring them with BLEU (Papineni et al., 2002).
 
-* :func:`bleu` is the sentence BLEU that *Dive into Deep Learning* defines (n-gram precisions
-  weighted by 1/2^n, a brevity penalty, no smoothing). It is written by hand because that exact
-  definition is what readers of d2l know and what the tests compare against ``d2l.bleu``;
-  sacrebleu's sentence BLEU smooths and weights differently.
+* :func:`bleu` is the sentence BLEU that *Dive into Deep Learning* defines (n-gram
+  precisions weighted by 1/2^n, a brevity penalty, no smoothing). It is written by hand
+  because that exact definition is what readers of d2l know and what the tests compare
+  against ``d2l.bleu``; sacrebleu's sentence BLEU smooths and weights differently.
 * :func:`corpus_bleu` is the standard corpus-level BLEU, computed by sacrebleu.
-* :func:`compare_bleu` says whether one system's corpus BLEU is really higher than another's on
-  the same sentences: sacrebleu's paired bootstrap resampling (Koehn, 2004).
+* :func:`compare_bleu` says whether one system's corpus BLEU is really higher than
+  another's on the same sentences: sacrebleu's paired bootstrap resampling (Koehn,
+      2004).
+* :func:`copy_accuracy` and :func:`alignment_hits` measure what BLEU cannot: how well a
+  model copies, and how often its attention looks at the source word it copies.
 
 Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
 """
@@ -21,16 +24,26 @@ import torch
 
 from ._checks import check_int, check_str_list, describe
 from .beam_search import beam_search
-from .data import TranslationData
+from .data import Batch, TranslationData
 from .seq2seq import greedy_decode
 
-__all__ = ["bleu", "corpus_bleu", "compare_bleu", "translate", "bleu_by_length"]
+__all__ = [
+    "bleu",
+    "corpus_bleu",
+    "compare_bleu",
+    "translate",
+    "bleu_by_length",
+    "bleu_interval",
+    "copy_accuracy",
+]
 
 
 def bleu(pred_seq: str, label_seq: str, k: int = 2) -> float:
-    """Sentence BLEU as d2l defines it, on space-separated tokens, with n-grams up to ``k``.
+    """Sentence BLEU as d2l defines it, on space-separated tokens, with n-grams up to
+    ``k``.
 
-    ``exp(min(0, 1 - len_label/len_pred)) * prod_n p_n ** (1/2**n)``; an empty prediction scores 0.
+    ``exp(min(0, 1 - len_label/len_pred)) * prod_n p_n ** (1/2**n)``; an empty
+    prediction scores 0.
 
     Shapes:
         pred_seq, label_seq: str; returns: float in [0, 1]
@@ -39,7 +52,9 @@ def bleu(pred_seq: str, label_seq: str, k: int = 2) -> float:
     """
     for name, text in (("pred_seq", pred_seq), ("label_seq", label_seq)):
         if not isinstance(text, str):
-            raise TypeError(f"{name} must be a str of space-separated tokens, got {describe(text)}")
+            raise TypeError(
+                f"{name} must be a str of space-separated tokens, got {describe(text)}"
+            )
     check_int("k", k, 1)
     pred_tokens, label_tokens = pred_seq.split(), label_seq.split()
     len_pred, len_label = len(pred_tokens), len(label_tokens)
@@ -47,42 +62,62 @@ def bleu(pred_seq: str, label_seq: str, k: int = 2) -> float:
         return 0.0
     score = math.exp(min(0.0, 1 - len_label / len_pred))
     for n in range(1, min(k, len_pred) + 1):
-        label_ngrams = collections.Counter(tuple(label_tokens[i:i + n]) for i in range(len_label - n + 1))
-        pred_ngrams = collections.Counter(tuple(pred_tokens[i:i + n]) for i in range(len_pred - n + 1))
-        num_matches = sum(min(count, label_ngrams[g]) for g, count in pred_ngrams.items())  # clipped counts
+        label_ngrams = collections.Counter(
+            tuple(label_tokens[i : i + n]) for i in range(len_label - n + 1)
+        )
+        pred_ngrams = collections.Counter(
+            tuple(pred_tokens[i : i + n]) for i in range(len_pred - n + 1)
+        )
+        num_matches = sum(
+            min(count, label_ngrams[g]) for g, count in pred_ngrams.items()
+        )  # clipped counts
         score *= math.pow(num_matches / (len_pred - n + 1), math.pow(0.5, n))
     return score
 
 
 def corpus_bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
-    """Corpus BLEU (0–100) with sacrebleu, on the book's tokenisation (``tokenize='none'``).
+    """Corpus BLEU (0–100) with sacrebleu, on the book's tokenisation
+    (``tokenize='none'``).
 
     Shapes:
         hypotheses, references: N strings each; returns: float
 
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
     """
-    hypotheses, references = check_str_list("hypotheses", hypotheses), check_str_list("references", references)
+    hypotheses, references = check_str_list("hypotheses", hypotheses), check_str_list(
+        "references", references
+    )
     if len(hypotheses) != len(references):
-        raise ValueError(f"got {len(hypotheses)} hypotheses but {len(references)} references")
-    # force=True: our text is tokenised on purpose (both sides alike), which sacrebleu would warn about.
-    return sacrebleu.corpus_bleu(list(hypotheses), [list(references)], tokenize="none", force=True).score
+        raise ValueError(
+            f"got {len(hypotheses)} hypotheses but {len(references)} references"
+        )
+    # force=True: our text is tokenised on purpose (both sides alike), which sacrebleu
+    # would warn about.
+    return sacrebleu.corpus_bleu(
+        list(hypotheses), [list(references)], tokenize="none", force=True
+    ).score
 
 
-def compare_bleu(systems: dict[str, Sequence[str]], references: Sequence[str],
-                 num_samples: int = 1000) -> list[tuple[str, float, float, float | None]]:
-    """Corpus BLEU of several systems with 95% intervals, each compared with the first by paired bootstrap.
+def compare_bleu(
+    systems: dict[str, Sequence[str]],
+    references: Sequence[str],
+    num_samples: int = 1000,
+) -> list[tuple[str, float, float, float | None]]:
+    """Corpus BLEU of several systems with 95% intervals, each compared with the first
+    by paired bootstrap.
 
-    The test sentences are resampled with replacement ``num_samples`` times and every system is
-    scored on the same resamples. The half-width is that of a 95% interval for the system's BLEU. The
-    p-value tests whether a system differs from the first (the baseline) at all, in either direction:
-    it is the share of resamples whose difference, centred on the resamples' mean, is larger than the
-    difference on the whole set. Small means the difference is unlikely to be luck of the sample of
-    test sentences (it says nothing about luck in training). Computed by sacrebleu (``PairedTest``,
-    ``test_type="bs"``, as Moses' script does), on the book's tokenisation, with sacrebleu's fixed
-    seed, so repeated calls give the same numbers.
+    The test sentences are resampled with replacement ``num_samples`` times and every
+    system is scored on the same resamples. The half-width is that of a 95% interval for
+    the system's BLEU. The p-value tests whether a system differs from the first (the
+    baseline) at all, in either direction: it is the share of resamples whose
+    difference, centred on the resamples' mean, is larger than the difference on the
+    whole set. Small means the difference is unlikely to be luck of the sample of test
+    sentences (it says nothing about luck in training). Computed by sacrebleu
+    (``PairedTest``, ``test_type="bs"``, as Moses' script does), on the book's
+    tokenisation, with sacrebleu's fixed seed, so repeated calls give the same numbers.
 
-    Returns one ``(name, bleu, half_width, p_value)`` per system, in order; the baseline's p-value is None.
+    Returns one ``(name, bleu, half_width, p_value)`` per system, in order; the
+    baseline's p-value is None.
 
     Shapes:
         systems: name -> N strings (the first is the baseline); references: N strings
@@ -93,42 +128,69 @@ def compare_bleu(systems: dict[str, Sequence[str]], references: Sequence[str],
     from sacrebleu.significance import PairedTest
 
     if not isinstance(systems, dict):
-        raise TypeError(f"systems must be a dict from name to hypotheses, got {describe(systems)}")
+        raise TypeError(
+            f"systems must be a dict from name to hypotheses, got {describe(systems)}"
+        )
     if len(systems) < 2:
-        raise ValueError(f"compare_bleu needs a baseline and at least one other system, got {list(systems)}")
+        raise ValueError(
+            "compare_bleu needs a baseline and at least one other system, got"
+            f" {list(systems)}"
+        )
     check_int("num_samples", num_samples, 1)
     references = check_str_list("references", references)
-    systems = {name: check_str_list(f"systems[{name!r}]", hypotheses) for name, hypotheses in systems.items()}
+    systems = {
+        name: check_str_list(f"systems[{name!r}]", hypotheses)
+        for name, hypotheses in systems.items()
+    }
     for name, hypotheses in systems.items():
         if len(hypotheses) != len(references):
-            raise ValueError(f"system {name!r} has {len(hypotheses)} hypotheses but there are "
-                             f"{len(references)} references")
-    test = PairedTest([(name, list(h)) for name, h in systems.items()],
-                      {"BLEU": BLEU(tokenize="none", force=True)}, references=[list(references)],
-                      test_type="bs", n_samples=num_samples)
+            raise ValueError(
+                f"system {name!r} has {len(hypotheses)} hypotheses but there are "
+                f"{len(references)} references"
+            )
+    test = PairedTest(
+        [(name, list(h)) for name, h in systems.items()],
+        {"BLEU": BLEU(tokenize="none", force=True)},
+        references=[list(references)],
+        test_type="bs",
+        n_samples=num_samples,
+    )
     _, scores = test()
-    return [(name, r.score, r.ci, r.p_value) for name, r in zip(systems, scores["BLEU"])]
+    return [
+        (name, r.score, r.ci, r.p_value) for name, r in zip(systems, scores["BLEU"])
+    ]
 
 
-def translate(model, data: TranslationData, sentences: Sequence[str], max_len: int | None = None,
-              batch_size: int = 256, beam_size: int = 1) -> tuple[list[str], list[torch.Tensor]]:
+def translate(
+    model,
+    data: TranslationData,
+    sentences: Sequence[str],
+    max_len: int | None = None,
+    batch_size: int = 256,
+    beam_size: int = 1,
+) -> tuple[list[str], list[torch.Tensor]]:
     """Translations of raw English sentences, as space-separated French tokens.
 
-    ``beam_size=1`` decodes greedily (:func:`~attention_lib.seq2seq.greedy_decode`); a larger beam
-    uses :func:`~attention_lib.beam_search.beam_search` (its decoder must have ``reorder_state``).
-    Also returns, per sentence, its attention weights (steps, Lk) when the decoder keeps them.
+    ``beam_size=1`` decodes greedily (:func:`~attention_lib.seq2seq.greedy_decode`); a
+    larger beam uses :func:`~attention_lib.beam_search.beam_search` (its decoder must
+    have ``reorder_state``). Also returns, per sentence, its attention weights (steps,
+    Lk) when the decoder keeps them.
 
-    ``sentences`` must be a list of strings (a single string is refused, not split into characters);
-    an empty list gives empty results. ``max_len=None`` means ``data.num_steps + 2``.
+    ``sentences`` must be a list of strings (a single string is refused, not split into
+    characters); an empty list gives empty results. ``max_len=None`` means
+    ``data.num_steps + 2``.
 
     Shapes:
-        sentences: N strings; returns: N strings, N tensors of (T, Lk) (or an empty list)
+        sentences: N strings; returns: N strings, N tensors of (T, Lk) (or an empty
+            list)
 
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb`` (beam search in
     ``chapters/03_bahdanau/02_training_and_results.ipynb``).
     """
     sentences = check_str_list("sentences", sentences)
-    max_len = data.num_steps + 2 if max_len is None else check_int("max_len", max_len, 0)
+    max_len = (
+        data.num_steps + 2 if max_len is None else check_int("max_len", max_len, 0)
+    )
     check_int("batch_size", batch_size, 1)
     check_int("beam_size", beam_size, 1)
     vocab = data.tgt_vocab
@@ -136,21 +198,47 @@ def translate(model, data: TranslationData, sentences: Sequence[str], max_len: i
     for start in range(0, len(sentences), batch_size):
         src, src_valid_lens = data.encode_source(sentences[start:start + batch_size])
         if beam_size == 1:
-            indices, steps = greedy_decode(model, src, src_valid_lens, vocab.bos, vocab.eos, max_len)
+            indices, steps = greedy_decode(
+                model, src, src_valid_lens, vocab.bos, vocab.eos, max_len
+            )
             stacked = torch.stack(steps, dim=1) if steps else None  # (B, T, Lk)
-            weights = [] if stacked is None else [stacked[i, : max(len(row), 1)] for i, row in enumerate(indices)]
+            weights = (
+                []
+                if stacked is None
+                else [stacked[i, : max(len(row), 1)] for i, row in enumerate(indices)]
+            )
         else:
-            indices, weights = beam_search(model, src, src_valid_lens, vocab.bos, vocab.eos, max_len, beam_size)
+            indices, weights = beam_search(
+                model, src, src_valid_lens, vocab.bos, vocab.eos, max_len, beam_size
+            )
         out.extend(" ".join(vocab.to_tokens(row)) for row in indices)
         attention.extend(weights)
     return out, attention
 
 
-def bleu_by_length(model, data: TranslationData, split: str = "test",
-                   bins: Sequence[tuple[int, int]] = ((1, 3), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8), (9, 99))):
-    """Corpus BLEU overall and for each bin of source length (English words and punctuation).
+def bleu_by_length(
+    model,
+    data: TranslationData,
+    split: str = "test",
+    bins: Sequence[tuple[int, int]] = (
+        (1, 3),
+        (4, 4),
+        (5, 5),
+        (6, 6),
+        (7, 7),
+        (8, 8),
+        (9, 99),
+    ),
+    num_samples: int | None = None,
+):
+    """Corpus BLEU overall and for each bin of source length (English words and
+    punctuation).
 
-    Returns ``{"bleu": float, "by_length": [(label, num_pairs, bleu), ...], "hypotheses": [...]}``.
+    Returns ``{"bleu": float, "by_length": [(label, num_pairs, bleu), ...],
+    "hypotheses": [...]}``. With ``num_samples``, also ``"interval": (low, high)`` and
+    ``"intervals": [(low, high), ...]`` (one per row of ``by_length``): 95% bootstrap
+    intervals from :func:`bleu_interval`, which say how much a bin's score owes to the
+    luck of which sentences it holds.
 
     Shapes:
         returns: a dict (no tensors)
@@ -161,11 +249,188 @@ def bleu_by_length(model, data: TranslationData, split: str = "test",
     english = [e for e, _ in data.raw[split]]
     references = [" ".join(f) for _, f in data.pairs[split]]
     lengths = [len(e) for e, _ in data.pairs[split]]
+    if num_samples is not None:
+        check_int("num_samples", num_samples, 1)
     hypotheses, _ = translate(model, data, english)
-    rows = []
+    rows, intervals = [], []
     for low, high in bins:
         idx = [i for i, n in enumerate(lengths) if low <= n <= high]
         if idx:
-            label = f"{low}" if low == high else (f"{low}–{high}" if high < 99 else f"≥{low}")
-            rows.append((label, len(idx), corpus_bleu([hypotheses[i] for i in idx], [references[i] for i in idx])))
-    return {"bleu": corpus_bleu(hypotheses, references), "by_length": rows, "hypotheses": hypotheses}
+            label = (
+                f"{low}"
+                if low == high
+                else (f"{low}–{high}" if high < 99 else f"≥{low}")
+            )
+            rows.append(
+                (
+                    label,
+                    len(idx),
+                    corpus_bleu(
+                        [hypotheses[i] for i in idx], [references[i] for i in idx]
+                    ),
+                )
+            )
+            if num_samples is not None:
+                _, low_bleu, high_bleu = bleu_interval(
+                    [hypotheses[i] for i in idx], [references[i] for i in idx],
+                    num_samples)
+                intervals.append((low_bleu, high_bleu))
+    result = {
+        "bleu": corpus_bleu(hypotheses, references),
+        "by_length": rows,
+        "hypotheses": hypotheses,
+    }
+    if num_samples is not None:
+        result["interval"] = bleu_interval(hypotheses, references, num_samples)[1:]
+        result["intervals"] = intervals
+    return result
+
+
+def bleu_interval(hypotheses: Sequence[str], references: Sequence[str],
+                  num_samples: int = 1000, seed: int = 0) -> tuple[float, float, float]:
+    """Corpus BLEU and a 95% bootstrap interval: how much the score owes to the sample.
+
+    The N sentence pairs are resampled with replacement ``num_samples`` times and each
+    resample is scored (sacrebleu's n-gram statistics, summed, as for the corpus); the
+    interval runs from the 2.5th to the 97.5th percentile of those scores (Koehn, 2004).
+    A few sentences give a wide interval: a bin of 9 pairs can score anywhere in tens of
+    points. Seeded, so repeated calls give the same interval.
+
+    Shapes:
+        hypotheses, references: N strings each; returns: (bleu, low, high), floats
+
+    Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
+    """
+    import numpy as np
+    from sacrebleu.metrics import BLEU
+
+    hypotheses = check_str_list("hypotheses", hypotheses)
+    references = check_str_list("references", references)
+    if len(hypotheses) != len(references):
+        raise ValueError(
+            f"got {len(hypotheses)} hypotheses but {len(references)} references")
+    if not hypotheses:
+        raise ValueError("bleu_interval needs at least one sentence pair, got none")
+    check_int("num_samples", num_samples, 1)
+    check_int("seed", seed, 0)
+    metric = BLEU(tokenize="none", force=True)
+    # One row of n-gram counts per sentence; a corpus's counts are their sum.
+    stats = np.array(metric._extract_corpus_statistics(hypotheses, [references]))
+    samples = np.random.default_rng(seed).integers(
+        0, len(hypotheses), (num_samples, len(hypotheses)))  # (num_samples, N)
+    scores = [metric._compute_score_from_stats(stats[rows].sum(axis=0).tolist()).score
+              for rows in samples]
+    low, high = np.percentile(scores, [2.5, 97.5])
+    return corpus_bleu(hypotheses, references), float(low), float(high)
+
+
+def copy_accuracy(model, batch: Batch, bos: int = 1, eos: int = 2) -> dict[int, float]:
+    """How well a model copies, by input length: the mean share of symbols put at the
+    right place.
+
+    Decodes ``batch.src`` greedily (at most ``Lk + 1`` steps) and, for every example,
+    counts the positions ``t < n`` where the output's token ``t`` equals the target's,
+    divided by ``n``, the number of target symbols without ``<eos>``; a missing or extra
+    symbol shifts the rest, and they count as wrong. Returns, for each input length
+    ``n`` (source symbols without ``<eos>``) present in the batch, the mean of that
+    share, in increasing order of ``n``. Made for :func:`~attention_lib.data.copy_task`,
+    whose target is its source.
+
+    Shapes:
+        batch: a :class:`~attention_lib.data.Batch` of (B, Lk) sources and (B, Lq)
+            targets
+        returns: {input length: share in [0, 1]}
+
+    Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb`` (with attention in
+    ``chapters/03_bahdanau/02_training_and_results.ipynb``).
+    """
+    if not isinstance(batch, tuple) or len(batch) != 5:
+        raise TypeError(
+            "batch must be a Batch (src, src_valid_lens, tgt_input, tgt_output, "
+            f"tgt_valid_lens), e.g. copy_task(...), got {describe(batch)}"
+        )
+    batch = Batch(*batch)
+    for name in ("src_valid_lens", "tgt_valid_lens"):
+        lens = getattr(batch, name)
+        if (
+            not isinstance(lens, torch.Tensor)
+            or lens.dim() != 1
+            or lens.shape[0] != batch.src.shape[0]
+        ):
+            raise ValueError(
+                f"batch.{name} must be a tensor of shape ({batch.src.shape[0]},), one"
+                f" length per example, got {describe(lens)}"
+            )
+        if bool((lens < 2).any()):
+            raise ValueError(
+                f"batch.{name} must count at least one symbol and <eos> (2) for every "
+                f"example, got a minimum of {int(lens.min())}"
+            )
+    outputs, _ = greedy_decode(
+        model, batch.src, batch.src_valid_lens, bos, eos, max_len=batch.src.shape[1] + 1
+    )
+    shares = collections.defaultdict(list)
+    for out, target, n_src, n_tgt in zip(
+        outputs,
+        batch.tgt_output.tolist(),
+        (batch.src_valid_lens - 1).tolist(),
+        (batch.tgt_valid_lens - 1).tolist(),
+    ):
+        shares[n_src].append(sum(a == b for a, b in zip(out, target[:n_tgt])) / n_tgt)
+    return {n: sum(s) / len(s) for n, s in sorted(shares.items())}
+
+
+def alignment_hits(
+    sources: Sequence[Sequence[str]],
+    outputs: Sequence[Sequence[str]],
+    weights: Sequence[torch.Tensor],
+    window: int = 0,
+) -> dict:
+    """How often attention looks at the source word that an output word copies.
+
+    Names, numbers, punctuation and some words are written the same in both languages.
+    For every output word that also occurs in its source sentence, a *hit* is when the
+    step's largest attention weight falls on (one of) that word's source positions, or
+    within ``window`` positions of one. ``uniform`` is the hit rate of weights that
+    carry no information: for each such word, the share of source positions that would
+    count as a hit, averaged. The source is each sentence's tokens followed by
+    ``<eos>``, the positions the weights cover.
+
+    Returns ``{"words": n, "hits": rate, "uniform": rate}`` (rates in [0, 1]; NaN when
+    n is 0).
+
+    Shapes:
+        sources, outputs: N token lists; weights: N tensors of (T, Lk), Lk at least
+        the source's length with ``<eos>``; output words beyond T are not counted
+
+    Taught in ``chapters/03_bahdanau/02_training_and_results.ipynb``.
+    """
+    check_int("window", window, 0)
+    if not len(sources) == len(outputs) == len(weights):
+        raise ValueError(
+            "sources, outputs and weights must have one entry per sentence, got "
+            f"{len(sources)}, {len(outputs)} and {len(weights)}"
+        )
+    hits = chance = words = 0
+    for source, output, w in zip(sources, outputs, weights):
+        source = list(source) + ["<eos>"]
+        if not isinstance(w, torch.Tensor) or w.dim() != 2 or w.shape[1] < len(source):
+            raise ValueError(
+                "each weights entry must be a (T, Lk) tensor with Lk at least the "
+                f"source's {len(source)} tokens (with <eos>), got {describe(w)}"
+            )
+        for t, word in enumerate(list(output)[: w.shape[0]]):
+            near = {
+                j
+                for i, token in enumerate(source)
+                if token == word
+                for j in range(i - window, i + window + 1)
+                if 0 <= j < len(source)
+            }
+            if near:
+                words += 1
+                hits += int(int(w[t, : len(source)].argmax()) in near)
+                chance += len(near) / len(source)
+    if words == 0:
+        return {"words": 0, "hits": math.nan, "uniform": math.nan}
+    return {"words": words, "hits": hits / words, "uniform": chance / words}

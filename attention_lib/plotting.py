@@ -1,27 +1,55 @@
-"""Figures: attention heat maps (with labels in any script), loss curves, BLEU by length.
+"""Figures: attention heat maps (with labels in any script), loss curves, BLEU by
+length, and explorers whose controls work on a static page (:func:`static_explorer`).
 
-Chinese, Japanese and Korean labels need a font with their glyphs. :func:`use_cjk_font` puts the
-first Noto/Source Han CJK font found behind matplotlib's default font (matplotlib falls back glyph
-by glyph), so Latin text keeps its usual look.
+Chinese, Japanese and Korean labels need a font with their glyphs. :func:`use_cjk_font`
+puts the first Noto/Source Han CJK font found behind matplotlib's default font
+(matplotlib falls back glyph by glyph), so Latin text keeps its usual look.
 
 Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
 """
 from __future__ import annotations
 
-from typing import Sequence
+import base64
+import hashlib
+import html
+import io
+import itertools
+import json
+import math
+import numbers
+from typing import Callable, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import torch
+from IPython.display import HTML
 from matplotlib import font_manager
+from matplotlib.figure import Figure
+from PIL import Image, ImageChops
 
-__all__ = ["use_cjk_font", "show_heatmaps", "plot_history", "plot_bleu_by_length"]
+__all__ = [
+    "use_cjk_font",
+    "show_heatmaps",
+    "plot_history",
+    "plot_bleu_by_length",
+    "static_explorer",
+    "StaticExplorerHTML",
+]
 
-CJK_FONT_FAMILIES = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans CJK TC", "Source Han Sans SC",
-                     "WenQuanYi Zen Hei", "SimHei", "Microsoft YaHei", "PingFang SC")
+CJK_FONT_FAMILIES = (
+    "Noto Sans CJK SC",
+    "Noto Sans CJK JP",
+    "Noto Sans CJK TC",
+    "Source Han Sans SC",
+    "WenQuanYi Zen Hei",
+    "SimHei",
+    "Microsoft YaHei",
+    "PingFang SC",
+)
 
 
 def use_cjk_font() -> str | None:
-    """Add an installed CJK font as a fallback for matplotlib text; return its name (None if none found).
+    """Add an installed CJK font as a fallback for matplotlib text; return its name
+    (None if none found).
 
     On Colab: ``!apt-get -qq install fonts-noto-cjk`` and restart, if this returns None.
 
@@ -32,15 +60,19 @@ def use_cjk_font() -> str | None:
     """
     installed = {f.name for f in font_manager.fontManager.ttflist}
     if not installed.intersection(CJK_FONT_FAMILIES):
-        # A font installed after matplotlib built its cache (e.g. apt-get on Colab): register it.
+        # A font installed after matplotlib built its cache (e.g. apt-get on Colab):
+        # register it.
         for path in font_manager.findSystemFonts():
             if "CJK" in path or "wqy" in path.lower():
                 font_manager.fontManager.addfont(path)
         installed = {f.name for f in font_manager.fontManager.ttflist}
     for family in CJK_FONT_FAMILIES:
         if family in installed:
-            # A list of families makes matplotlib fall back glyph by glyph: Latin from the first.
-            base = [f for f in plt.rcParams["font.family"] if f not in CJK_FONT_FAMILIES]
+            # A list of families makes matplotlib fall back glyph by glyph: Latin from
+            # the first.
+            base = [
+                f for f in plt.rcParams["font.family"] if f not in CJK_FONT_FAMILIES
+            ]
             if base in ([], ["sans-serif"]):
                 base = [plt.rcParams["font.sans-serif"][0]]
             plt.rcParams["font.family"] = base + [family]
@@ -48,13 +80,22 @@ def use_cjk_font() -> str | None:
     return None
 
 
-def show_heatmaps(matrices, xlabel: str = "keys", ylabel: str = "queries", titles: Sequence[str] | None = None,
-                  xticklabels: Sequence[str] | None = None, yticklabels: Sequence[str] | None = None,
-                  cmap: str = "Reds", figsize: tuple[float, float] | None = None, annotate: bool = False):
+def show_heatmaps(
+    matrices,
+    xlabel: str = "keys",
+    ylabel: str = "queries",
+    titles: Sequence[str] | None = None,
+    xticklabels: Sequence[str] | None = None,
+    yticklabels: Sequence[str] | None = None,
+    cmap: str = "Reds",
+    figsize: tuple[float, float] | None = None,
+    annotate: bool = False,
+):
     """Show a grid of attention-weight matrices as heat maps with one shared colour bar.
 
     Shapes:
-        matrices: (rows, cols, Lq, Lk), (n, Lq, Lk) or (Lq, Lk); tick labels: Lk and Lq strings
+        matrices: (rows, cols, Lq, Lk), (n, Lq, Lk) or (Lq, Lk); tick labels: Lk and Lq
+            strings
 
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
     """
@@ -64,14 +105,30 @@ def show_heatmaps(matrices, xlabel: str = "keys", ylabel: str = "queries", title
     elif matrices.dim() == 3:
         matrices = matrices[None]
     elif matrices.dim() != 4:
-        raise ValueError(f"matrices must be (Lq, Lk), (n, Lq, Lk) or (rows, cols, Lq, Lk), got {tuple(matrices.shape)}")
-    if any(text and not text.isascii() for text in [xlabel, ylabel, *(xticklabels or []), *(yticklabels or []),
-                                                     *(titles or [])]):
+        raise ValueError(
+            "matrices must be (Lq, Lk), (n, Lq, Lk) or (rows, cols, Lq, Lk), got"
+            f" {tuple(matrices.shape)}"
+        )
+    if any(
+        text and not text.isascii()
+        for text in [
+            xlabel,
+            ylabel,
+            *(xticklabels or []),
+            *(yticklabels or []),
+            *(titles or []),
+        ]
+    ):
         use_cjk_font()
     num_rows, num_cols, num_queries, num_kv = matrices.shape
     if figsize is None:
-        figsize = (min(2.5 + 0.45 * num_kv, 9) * num_cols, min(2 + 0.4 * num_queries, 8) * num_rows)
-    fig, axes = plt.subplots(num_rows, num_cols, figsize=figsize, sharex=True, sharey=True, squeeze=False)
+        figsize = (
+            min(2.5 + 0.45 * num_kv, 9) * num_cols,
+            min(2 + 0.4 * num_queries, 8) * num_rows,
+        )
+    fig, axes = plt.subplots(
+        num_rows, num_cols, figsize=figsize, sharex=True, sharey=True, squeeze=False
+    )
     for i in range(num_rows):
         for j in range(num_cols):
             ax = axes[i, j]
@@ -80,8 +137,15 @@ def show_heatmaps(matrices, xlabel: str = "keys", ylabel: str = "queries", title
                 for q in range(num_queries):
                     for k in range(num_kv):
                         value = float(matrices[i, j, q, k])
-                        ax.text(k, q, f"{value:.2f}", ha="center", va="center", fontsize=8,
-                                color="white" if value > 0.6 else "black")
+                        ax.text(
+                            k,
+                            q,
+                            f"{value:.2f}",
+                            ha="center",
+                            va="center",
+                            fontsize=8,
+                            color="white" if value > 0.6 else "black",
+                        )
             if i == num_rows - 1:
                 ax.set_xlabel(xlabel)
             if j == 0:
@@ -97,7 +161,8 @@ def show_heatmaps(matrices, xlabel: str = "keys", ylabel: str = "queries", title
 
 
 def plot_history(history: dict, title: str = "loss per target token", ax=None):
-    """Plot each curve of a loss history (e.g. ``{"train": [...], "val": [...]}``) against epochs.
+    """Plot each curve of a loss history (e.g. ``{"train": [...], "val": [...]}``)
+    against epochs.
 
     Shapes:
         history: name -> list of floats, one per epoch
@@ -120,7 +185,8 @@ def plot_bleu_by_length(results: dict, ax=None):
     """Held-out corpus BLEU against source length, one line per model.
 
     Shapes:
-        results: model name -> the dict that :func:`~attention_lib.evaluation.bleu_by_length` returns
+        results: model name -> the dict that
+            :func:`~attention_lib.evaluation.bleu_by_length` returns
 
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
     """
@@ -136,3 +202,304 @@ def plot_bleu_by_length(results: dict, ax=None):
     ax.grid(alpha=0.3)
     ax.legend()
     return ax
+
+
+_EXPLORER_IDS = itertools.count(1)
+
+# The explorer's behaviour, the same for every explorer: find the controls of *this*
+# explorer (its element's id is unique on the page), and on every change show the state
+# whose index the controls' positions give (row-major: the last control varies fastest).
+# Plain ES5, no library, no network.
+_EXPLORER_JS = """(function () {
+  var root = document.getElementById("%(id)s");
+  if (!root || root.getAttribute("data-ready")) return;
+  root.setAttribute("data-ready", "1");
+  var data = JSON.parse(document.getElementById("%(id)s-data").textContent);
+  var controls = root.querySelectorAll("[data-control]");
+  var image = document.getElementById("%(id)s-image");
+  var caption = document.getElementById("%(id)s-caption");
+  function show() {
+    var index = 0;
+    for (var c = 0; c < controls.length; c++) {
+      var i = Number(controls[c].value);
+      index = index * data.sizes[c] + i;
+      var text = data.values[c][i];
+      var readout = document.getElementById(controls[c].id + "-value");
+      if (readout) {
+        readout.textContent = text;
+        controls[c].setAttribute("aria-valuetext", text);
+      }
+    }
+    var state = data.states[index];  // [URL-safe base64 image, alt text, caption]
+    const base64 = state[0].replace(/-/g, "+").replace(/_/g, "/");
+    image.src = "data:" + data.mime + ";base64," + base64;
+    image.alt = state[1];
+    image.setAttribute("data-state", String(index));
+    if (caption) caption.textContent = state[2];
+  }
+  for (var c = 0; c < controls.length; c++) {
+    controls[c].addEventListener("input", show);
+    controls[c].addEventListener("change", show);
+  }
+  // A browser that restored the controls' positions (back button) shows the matching
+  // state.
+  show();
+})();"""
+
+
+def _crop_png(png: bytes, colors: int | None, pad: int = 4) -> bytes:
+    """Crop the figure's empty margins (as ``bbox_inches="tight"`` does, without drawing
+    it twice); with ``colors``, a palette PNG: flat areas and anti-aliased text survive,
+    the bytes shrink threefold."""
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    box = ImageChops.difference(
+        image, Image.new("RGB", image.size, image.getpixel((0, 0)))
+    ).getbbox()
+    if box:
+        image = image.crop(
+            (
+                max(box[0] - pad, 0),
+                max(box[1] - pad, 0),
+                min(box[2] + pad, image.width),
+                min(box[3] + pad, image.height),
+            )
+        )
+    if colors:
+        image = image.quantize(colors=colors)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", optimize=True)
+    return buffer.getvalue()
+
+
+def _value_text(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+class StaticExplorerHTML(HTML):
+    """What :func:`static_explorer` returns: the explorer's HTML, plus what it holds,
+    for checks.
+
+    Attributes: ``element_id`` (unique per explorer), ``controls`` (argument name ->
+    values), ``states`` (one dict of argument values per state, in the order the
+    controls index them), ``alts`` (one alt text per state) and ``num_states``.
+
+    Shapes:
+        states, alts: num_states = the product of the controls' numbers of values
+
+    Taught in ``chapters/02_attention/04_vectorised_attention.ipynb``.
+    """
+
+    def __init__(
+        self, html: str, element_id: str, controls: dict, states: list, alts: list
+    ):
+        super().__init__(html)
+        self.element_id, self.controls, self.states, self.alts = (
+            element_id,
+            controls,
+            states,
+            alts,
+        )
+        self.num_states = len(states)
+
+
+def static_explorer(
+    draw: Callable,
+    controls: Mapping[str, Sequence],
+    *,
+    labels: Mapping[str, str] | None = None,
+    initial: Mapping | None = None,
+    dropdowns: Sequence[str] = (),
+    alt: Callable | str | None = None,
+    max_states: int = 120,
+    dpi: float = 80,
+    colors: int | None = 256
+) -> StaticExplorerHTML:
+    """An explorer whose controls work without a kernel: every state drawn in advance,
+    embedded as PNG.
+
+    ``controls`` maps each keyword argument of ``draw`` to the values the reader may
+    pick (a slider takes a few values). ``draw(**values)`` is called once for every
+    combination and returns a matplotlib Figure, or ``(Figure, caption)`` with a caption
+    text shown under it; each figure is saved to PNG (its empty margins cropped, reduced
+    to ``colors`` colours: about a third of the bytes of full colour, which None keeps)
+    and closed. The result displays as HTML with ordinary controls, ``<input
+    type=range>`` for numbers and ``<select>`` for anything else (or for the names in
+    ``dropdowns``), and a few lines of inline JavaScript that show the matching image:
+    in a Jupyter Book page, in Jupyter and in Colab, with no kernel and nothing loaded
+    from elsewhere. Its element ids are unique, so several explorers can share a page.
+    ``labels`` gives the text beside each control (default: the name), ``initial`` the
+    values shown first (default: each control's first), ``alt`` each image's alt text (a
+    callable taking the values, or a prefix; default: the controls and their values).
+
+    A control under which every state draws the same image and caption does nothing, and
+    raises ValueError; so does asking for more than ``max_states`` states (each costs a
+    drawing and, at book width, 10-25 kB of the page).
+
+    Shapes:
+        controls: name -> num_values values; num_states = the product of the num_values,
+        at most max_states; draw(**one value per name) -> Figure or (Figure, str)
+
+    Taught in ``chapters/02_attention/04_vectorised_attention.ipynb``.
+    """
+    controls = {name: list(values) for name, values in controls.items()}
+    if not controls:
+        raise ValueError(
+            "controls must name at least one argument of draw, got an empty mapping"
+        )
+    empty = [name for name, values in controls.items() if not values]
+    if empty:
+        raise ValueError(
+            f"controls {empty} have no values; give each control at least one value"
+        )
+    sizes = [len(values) for values in controls.values()]
+    num_states = math.prod(sizes)
+    if num_states > max_states:
+        product = " × ".join(f"{len(v)} {name}" for name, v in controls.items())
+        raise ValueError(
+            f"static_explorer would draw {product} = {num_states} states, more than"
+            f" max_states={max_states}; give the controls fewer values (or raise"
+            " max_states)"
+        )
+    labels = {name: (labels or {}).get(name, name) for name in controls}
+    unknown = set(initial or {}).difference(controls) | set(dropdowns).difference(
+        controls
+    )
+    if unknown:
+        raise ValueError(
+            f"initial/dropdowns name {sorted(unknown)}, which are not controls:"
+            f" {list(controls)}"
+        )
+    start = []
+    for name, values in controls.items():
+        if initial and name in initial:
+            if initial[name] not in values:
+                raise ValueError(
+                    f"initial value {initial[name]!r} of {name!r} is not one of its"
+                    f" values {values}"
+                )
+            start.append(values.index(initial[name]))
+        else:
+            start.append(0)
+
+    states, alts, records = [], [], []
+    for combination in itertools.product(*controls.values()):
+        values = dict(zip(controls, combination))
+        drawn = draw(**values)
+        fig, text = drawn if isinstance(drawn, tuple) else (drawn, "")
+        if not isinstance(fig, Figure):
+            plt.close("all")
+            raise TypeError(
+                "draw must return a matplotlib Figure (or (Figure, str)), got"
+                f" {type(fig).__name__}"
+            )
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=dpi)
+        plt.close(fig)
+        png = _crop_png(buffer.getvalue(), colors)
+        setting = ", ".join(
+            f"{labels[name]} {_value_text(value)}" for name, value in values.items()
+        )
+        if callable(alt):
+            description = str(alt(**values))
+        else:
+            description = f"{alt or 'Explorer'}: {setting}"
+        states.append(values)
+        alts.append(description)
+        # URL-safe base64 has no "/": the page's JavaScript puts it back ("/tmp/" and
+        # the like never appear by chance in a notebook that tests grep for local
+        # paths).
+        records.append(
+            [base64.urlsafe_b64encode(png).decode("ascii"), description, str(text)]
+        )
+
+    for c, name in enumerate(controls):
+        if sizes[c] == 1:
+            continue
+        stride = math.prod(sizes[c + 1:])
+        # The control acts if some pair of states that differ only in it looks
+        # different.
+        acts = any(
+            records[i][0::2] != records[i + stride][0::2]
+            for i in range(num_states)
+            if (i // stride) % sizes[c] < sizes[c] - 1
+        )
+        if not acts:
+            raise ValueError(
+                f"control {name!r} changes nothing: every state draws the same image"
+                " and caption whatever its value; leave it out"
+            )
+
+    digest = hashlib.sha1(json.dumps(records).encode()).hexdigest()[:8]
+    element_id = f"static-explorer-{next(_EXPLORER_IDS)}-{digest}"
+    index = 0
+    for c, size in enumerate(sizes):
+        index = index * size + start[c]
+    parts = [
+        f'<div class="static-explorer" id="{element_id}" style="max-width: 100%;">',
+        (
+            '<div style="display: flex; flex-wrap: wrap; gap: 0.3em 1.5em; align-items:'
+            ' center; margin-bottom: 0.5em;">'
+        ),
+    ]
+    for c, (name, values) in enumerate(controls.items()):
+        control_id = f"{element_id}-control-{c}"
+        label = f'<label for="{control_id}">{html.escape(labels[name])}</label>'
+        if all(_is_number(v) for v in values) and name not in dropdowns:
+            text = html.escape(_value_text(values[start[c]]))
+            parts.append(
+                '<span style="display: inline-flex; align-items: center; gap: 0.5em;'
+                f' max-width: 100%;">{label}<input type="range" id="{control_id}"'
+                f' data-control min="0" max="{len(values) - 1}" step="1"'
+                f' value="{start[c]}" aria-valuetext="{text}" style="width: 9em;'
+                f' max-width: 40vw;"><output id="{control_id}-value"'
+                f' for="{control_id}">{text}</output></span>'
+            )
+        else:
+            options = "".join(
+                f'<option value="{i}"{" selected" if i == start[c] else ""}>'
+                f'{html.escape(_value_text(v))}</option>'
+                for i, v in enumerate(values)
+            )
+            parts.append(
+                '<span style="display: inline-flex; align-items: center; gap: 0.5em;'
+                f' max-width: 100%;">{label}<select id="{control_id}" data-control'
+                f' style="max-width: 100%;">{options}</select></span>'
+            )
+    first = records[index]
+    src = "data:image/png;base64," + base64.b64encode(
+        base64.urlsafe_b64decode(first[0])
+    ).decode("ascii")
+    parts.append("</div>")
+    parts.append(
+        f'<img id="{element_id}-image" src="{src}" alt="{html.escape(first[1])}"'
+        f' data-state="{index}" style="max-width: 100%; height: auto; display: block;">'
+    )
+    if any(record[2] for record in records):
+        parts.append(
+            f'<pre id="{element_id}-caption" style="white-space:'
+            f' pre-wrap;">{html.escape(first[2])}</pre>'
+        )
+    data = json.dumps(
+        {
+            "mime": "image/png",
+            "sizes": sizes,
+            "states": records,
+            "values": [
+                [_value_text(v) for v in values] for values in controls.values()
+            ],
+        }
+    )
+    # safe inside <script>
+    data = data.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    parts.append(
+        f'<script type="application/json" id="{element_id}-data">{data}</script>'
+    )
+    parts.append(f"<script>{_EXPLORER_JS % {'id': element_id}}</script>")
+    parts.append("</div>")
+    return StaticExplorerHTML("\n".join(parts), element_id, controls, states, alts)

@@ -1,7 +1,8 @@
-"""Recurrent encoder–decoders: the GRU encoder, the fixed-context decoder, and greedy decoding.
+"""Recurrent encoder–decoders: the GRU encoder, the fixed-context decoder, and greedy
+decoding.
 
-The encoder reads the source and returns its states ``h_1 … h_Lk``; the decoder of
-Cho et al. (2014) / Sutskever et al. (2014) sees the source only through **one** vector, the
+The encoder reads the source and returns its states ``h_1 … h_Lk``; the decoder of Cho
+et al. (2014) / Sutskever et al. (2014) sees the source only through **one** vector, the
 encoder's final state, at every step. That is the bottleneck chapter 1 measures and the
 attention decoders of later chapters remove. All decoders share one interface:
 
@@ -23,88 +24,147 @@ __all__ = ["Seq2SeqEncoder", "Seq2SeqDecoder", "EncoderDecoder", "greedy_decode"
 
 
 def _check_tokens(name: str, tokens: Tensor) -> None:
-    if not isinstance(tokens, Tensor) or tokens.dtype != torch.long or tokens.dim() != 2:
-        got = f"{tokens.dtype} {tuple(tokens.shape)}" if isinstance(tokens, Tensor) else describe(tokens)
-        raise TypeError(f"{name} must be a (B, L) tensor of token indices (torch.long), got {got}")
+    if (
+        not isinstance(tokens, Tensor)
+        or tokens.dtype != torch.long
+        or tokens.dim() != 2
+    ):
+        got = (
+            f"{tokens.dtype} {tuple(tokens.shape)}"
+            if isinstance(tokens, Tensor)
+            else describe(tokens)
+        )
+        raise TypeError(
+            f"{name} must be a (B, L) tensor of token indices (torch.long), got {got}"
+        )
     if tokens.numel() == 0:
-        raise ValueError(f"{name} must hold at least one sentence of at least one token, "
-                         f"got shape {tuple(tokens.shape)}")
+        raise ValueError(
+            f"{name} must hold at least one sentence of at least one token, "
+            f"got shape {tuple(tokens.shape)}"
+        )
 
 
 def _check_src_valid_lens(src: Tensor, src_valid_lens: Tensor) -> None:
-    """One integer length per sentence of ``src`` (B, Lk, ...), each in [0, Lk]: a (B,) tensor."""
-    _check_valid_lens(src_valid_lens, src.shape[1], src.shape[0], name="src_valid_lens", per_query=False)
+    """One integer length per sentence of ``src`` (B, Lk, ...), each in [0, Lk]: a (B,)
+    tensor."""
+    _check_valid_lens(
+        src_valid_lens,
+        src.shape[1],
+        src.shape[0],
+        name="src_valid_lens",
+        per_query=False,
+    )
 
 
 class Seq2SeqEncoder(nn.Module):
-    """Embedding + multi-layer GRU over the source. Padding is skipped (packed sequences), so the
-    final state is the state after each sentence's last real token.
+    """Embedding + multi-layer GRU over the source. Padding is skipped (packed
+    sequences), so the final state is the state after each sentence's last real token.
+
+    ``bidirectional=True`` adds a second GRU that reads each sentence from its last real
+    token back to the first, as in Bahdanau et al. (2014): the output at position t is
+    then ``[h_t^→; h_t^←]``, a description of word t from both sides, of size 2·Ds, and
+    the state holds both directions' final states, layer by layer (forward, backward),
+    as ``torch.nn.GRU`` does.
 
     Shapes:
         src:            (B, Lk) token indices
         src_valid_lens: (B,) or None (no padding)
-        returns: outputs (B, Lk, Hd), zero at padding; state (num_layers, B, Hd)
+        returns: outputs (B, Lk, Ds), or (B, Lk, 2*Ds) when bidirectional, zero
+                 at padding; state (num_layers, B, Ds), or (2*num_layers, B, Ds)
+                 when bidirectional
 
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
     """
 
-    def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1,
-                 dropout: float = 0.0):
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_size: int,
+        num_hiddens: int,
+        num_layers: int = 1,
+        dropout: float = 0.0,
+        bidirectional: bool = False,
+    ):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, embed_size)
-        self.rnn = nn.GRU(embed_size, num_hiddens, num_layers, dropout=dropout if num_layers > 1 else 0.0,
-                          batch_first=True)
+        self.rnn = nn.GRU(
+            embed_size,
+            num_hiddens,
+            num_layers,
+            dropout=dropout if num_layers > 1 else 0.0,
+            batch_first=True,
+            bidirectional=bidirectional,
+        )
 
-    def forward(self, src: Tensor, src_valid_lens: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    def forward(
+        self, src: Tensor, src_valid_lens: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
         _check_tokens("src", src)
         embs = self.embedding(src)  # (B, Lk, E)
         if src_valid_lens is None:
-            return self.rnn(embs)  # (B, Lk, Hd), (num_layers, B, Hd)
+            return self.rnn(embs)  # (B, Lk, Ds), (num_layers, B, Ds)
         _check_src_valid_lens(src, src_valid_lens)
-        lengths = src_valid_lens.clamp(min=1).cpu()  # an empty source still gets one step
-        packed = pack_padded_sequence(embs, lengths, batch_first=True, enforce_sorted=False)
+        # an empty source still gets one step
+        lengths = src_valid_lens.clamp(min=1).cpu()
+        packed = pack_padded_sequence(
+            embs, lengths, batch_first=True, enforce_sorted=False
+        )
         outputs, state = self.rnn(packed)
-        outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=src.shape[1])  # (B, Lk, Hd)
+        outputs, _ = pad_packed_sequence(
+            outputs, batch_first=True, total_length=src.shape[1]
+        )  # (B, Lk, Ds)
         return outputs, state
 
 
 class Seq2SeqDecoder(nn.Module):
     """GRU decoder that sees the source only through one fixed context vector.
 
-    The context c is the encoder's final top-layer state; at every step the decoder input is
-    ``[embedding(y_{t-1}); c]`` and the GRU starts from the encoder's final state.
+    The context c is the encoder's final top-layer state; at every step the decoder
+    input is ``[embedding(y_{t-1}); c]`` and the GRU starts from the encoder's final
+    state.
 
     Shapes:
-        init_state(enc_outputs (B, Lk, Hd), src_valid_lens) -> state
+        init_state(enc_outputs (B, Lk, Ds), src_valid_lens) -> state
         forward(tgt_input (B, Lq), state) -> logits (B, Lq, V), state
 
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
     """
 
-    def __init__(self, vocab_size: int, embed_size: int, num_hiddens: int, num_layers: int = 1,
-                 dropout: float = 0.0):
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_size: int,
+        num_hiddens: int,
+        num_layers: int = 1,
+        dropout: float = 0.0,
+    ):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, embed_size)
         self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers,
                           dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
         self.dense = nn.Linear(num_hiddens, vocab_size)
 
-    def init_state(self, enc_outputs: tuple[Tensor, Tensor], src_valid_lens: Tensor | None = None):
-        _, enc_state = enc_outputs  # (num_layers, B, Hd)
-        context = enc_state[-1]  # (B, Hd): the one vector that must carry the whole sentence
+    def init_state(
+        self, enc_outputs: tuple[Tensor, Tensor], src_valid_lens: Tensor | None = None
+    ):
+        _, enc_state = enc_outputs  # (num_layers, B, Ds)
+        # (B, Ds): the one vector that must carry the whole sentence
+        context = enc_state[-1]
         return context, enc_state
 
     def forward(self, tgt_input: Tensor, state):
         _check_tokens("tgt_input", tgt_input)
         context, hidden = state
         embs = self.embedding(tgt_input)  # (B, Lq, E)
-        context_rep = context.unsqueeze(1).expand(-1, embs.shape[1], -1)  # (B, Lq, Hd)
-        outputs, hidden = self.rnn(torch.cat([embs, context_rep], dim=-1), hidden)  # (B, Lq, Hd)
+        context_rep = context.unsqueeze(1).expand(-1, embs.shape[1], -1)  # (B, Lq, Ds)
+        # (B, Lq, Ds)
+        outputs, hidden = self.rnn(torch.cat([embs, context_rep], dim=-1), hidden)
         return self.dense(outputs), (context, hidden)  # (B, Lq, V)
 
 
 class EncoderDecoder(nn.Module):
-    """Wire an encoder to a decoder: ``logits = decoder(tgt_input, decoder.init_state(encoder(src)))``.
+    """Wire an encoder to a decoder: ``logits = decoder(tgt_input,
+    decoder.init_state(encoder(src)))``.
 
     Shapes:
         src (B, Lk), src_valid_lens (B,), tgt_input (B, Lq) -> logits (B, Lq, V)
@@ -117,7 +177,9 @@ class EncoderDecoder(nn.Module):
         self.encoder = encoder
         self.decoder = decoder
 
-    def forward(self, src: Tensor, src_valid_lens: Tensor | None, tgt_input: Tensor) -> Tensor:
+    def forward(
+        self, src: Tensor, src_valid_lens: Tensor | None, tgt_input: Tensor
+    ) -> Tensor:
         enc_outputs = self.encoder(src, src_valid_lens)
         state = self.decoder.init_state(enc_outputs, src_valid_lens)
         logits, _ = self.decoder(tgt_input, state)
@@ -125,19 +187,28 @@ class EncoderDecoder(nn.Module):
 
 
 @torch.no_grad()
-def greedy_decode(model: EncoderDecoder, src: Tensor, src_valid_lens: Tensor | None, bos: int, eos: int,
-                  max_len: int) -> tuple[list[list[int]], list[Tensor]]:
-    """Translate a batch greedily: feed back the most likely token until ``<eos>`` or ``max_len``.
+def greedy_decode(
+    model: EncoderDecoder,
+    src: Tensor,
+    src_valid_lens: Tensor | None,
+    bos: int,
+    eos: int,
+    max_len: int,
+) -> tuple[list[list[int]], list[Tensor]]:
+    """Translate a batch greedily: feed back the most likely token until ``<eos>`` or
+    ``max_len``.
 
-    Returns the output indices per sentence (without ``<bos>``, cut before ``<eos>``) and, when
-    the decoder keeps ``attention_weights``, one (B, Lk) tensor per step (an empty list otherwise).
+    Returns the output indices per sentence (without ``<bos>``, cut before ``<eos>``)
+    and, when the decoder keeps ``attention_weights``, one (B, Lk) tensor per step (an
+    empty list otherwise).
 
     Shapes:
         src: (B, Lk); src_valid_lens: (B,) or None
         returns: B lists of at most ``max_len`` ints; list of steps of (B, Lk)
 
-    ``max_len=0`` gives B empty outputs (as :func:`~attention_lib.beam_search.beam_search` does); a
-    negative ``max_len`` is a ValueError.
+    ``max_len=0`` gives B empty outputs (as
+    :func:`~attention_lib.beam_search.beam_search` does); a negative ``max_len`` is a
+    ValueError.
 
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
     """
@@ -152,34 +223,54 @@ def greedy_decode(model: EncoderDecoder, src: Tensor, src_valid_lens: Tensor | N
         outputs.append(token.squeeze(1))
         step_weights = getattr(model.decoder, "attention_weights", None)
         if step_weights is not None:
-            weights.append(step_weights.reshape(batch_size, -1).detach().cpu())  # (B, Lk)
+            # (B, Lk)
+            weights.append(step_weights.reshape(batch_size, -1).detach().cpu())
         finished |= token.squeeze(1) == eos
         if bool(finished.all()):
             break
-    steps = torch.stack(outputs, dim=1).tolist() if outputs else [[] for _ in range(batch_size)]  # (B, T)
+    steps = (
+        torch.stack(outputs, dim=1).tolist()
+        if outputs
+        else [[] for _ in range(batch_size)]
+    )  # (B, T)
     return [_cut_at_eos(row, eos) for row in steps], weights
 
 
-def _start_decoding(model: EncoderDecoder, src: Tensor, src_valid_lens: Tensor | None, bos: int, eos: int,
-                    max_len: int):
-    """What every decoding loop does first: check its arguments, switch to eval mode, move the batch to
-    the model's device and encode it. Returns the decoder's initial state and the device."""
+def _start_decoding(
+    model: EncoderDecoder,
+    src: Tensor,
+    src_valid_lens: Tensor | None,
+    bos: int,
+    eos: int,
+    max_len: int,
+):
+    """What every decoding loop does first: check its arguments, switch to eval mode,
+    move the batch to the model's device and encode it. Returns the decoder's initial
+    state and the device."""
     _check_tokens("src", src)
     if src_valid_lens is not None:
         _check_src_valid_lens(src, src_valid_lens)
     check_int("max_len", max_len, 0)
     embedding = getattr(model.decoder, "embedding", None)
     for name, token in (("bos", bos), ("eos", eos)):
-        if check_int(name, token, 0) >= getattr(embedding, "num_embeddings", float("inf")):
-            raise ValueError(f"{name} must be a token index of the target vocabulary, in [0, "
-                             f"{embedding.num_embeddings}), got {token}")
+        if check_int(name, token, 0) >= getattr(
+            embedding, "num_embeddings", float("inf")
+        ):
+            raise ValueError(
+                f"{name} must be a token index of the target vocabulary, in [0, "
+                f"{embedding.num_embeddings}), got {token}"
+            )
     model.eval()
     device = next(model.parameters()).device
     src = src.to(device)
     src_valid_lens = None if src_valid_lens is None else src_valid_lens.to(device)
-    return model.decoder.init_state(model.encoder(src, src_valid_lens), src_valid_lens), device
+    return (
+        model.decoder.init_state(model.encoder(src, src_valid_lens), src_valid_lens),
+        device,
+    )
 
 
 def _cut_at_eos(indices: list[int], eos: int) -> list[int]:
-    """The output proper: the indices before the first ``<eos>`` (all of them if there is none)."""
+    """The output proper: the indices before the first ``<eos>`` (all of them if there
+    is none)."""
     return indices[: indices.index(eos)] if eos in indices else indices

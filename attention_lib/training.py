@@ -1,4 +1,5 @@
-"""Device choice, seeding, and one plain training function for sequence-to-sequence models.
+"""Device choice, seeding, and one plain training function for sequence-to-sequence
+models.
 
 Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
 """
@@ -12,7 +13,13 @@ from torch import nn
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-__all__ = ["choose_device", "set_seed", "sequence_loss", "train_seq2seq", "evaluate_loss"]
+__all__ = [
+    "choose_device",
+    "set_seed",
+    "sequence_loss",
+    "train_seq2seq",
+    "evaluate_loss",
+]
 
 
 def choose_device() -> torch.device:
@@ -25,7 +32,10 @@ def choose_device() -> torch.device:
     """
     if torch.cuda.is_available():
         return torch.device("cuda")
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+    if (
+        getattr(torch.backends, "mps", None) is not None
+        and torch.backends.mps.is_available()
+    ):
         return torch.device("mps")
     return torch.device("cpu")
 
@@ -43,8 +53,11 @@ def set_seed(seed: int = 0) -> None:
     torch.manual_seed(seed)  # also seeds CUDA and MPS
 
 
-def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, pad: int) -> torch.Tensor:
-    """Mean cross-entropy per real target token; padding positions (``targets == pad``) count for nothing.
+def sequence_loss(
+    logits: torch.Tensor, targets: torch.Tensor, pad: int
+) -> torch.Tensor:
+    """Mean cross-entropy per real target token; padding positions (``targets == pad``)
+    count for nothing.
 
     Shapes:
         logits: (B, Lq, V); targets: (B, Lq); returns: scalar
@@ -52,22 +65,36 @@ def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, pad: int) -> torc
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
     """
     if logits.dim() != 3 or logits.shape[:2] != targets.shape:
-        raise ValueError(f"logits must be (B, Lq, V) matching targets (B, Lq); got {tuple(logits.shape)} "
-                         f"and {tuple(targets.shape)}")
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=pad)
+        raise ValueError(
+            "logits must be (B, Lq, V) matching targets (B, Lq); got"
+            f" {tuple(logits.shape)} and {tuple(targets.shape)}"
+        )
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=pad
+    )
 
 
-def train_seq2seq(model: nn.Module, loader, num_epochs: int, pad: int, lr: float = 0.005,
-                  grad_clip: float = 1.0, device: torch.device | None = None, val_loader=None,
-                  progress: bool = True) -> dict[str, list[float]]:
+def train_seq2seq(
+    model: nn.Module,
+    loader,
+    num_epochs: int,
+    pad: int,
+    lr: float = 0.005,
+    grad_clip: float = 1.0,
+    device: torch.device | None = None,
+    val_loader=None,
+    progress: bool = True,
+) -> dict[str, list[float]]:
     """Train an :class:`~attention_lib.seq2seq.EncoderDecoder` with teacher forcing.
 
-    Adam, gradient-norm clipping at ``grad_clip``, one progress bar over all batches. Returns the
-    loss history: the mean training loss per token for each epoch (``"train"``) and, when a
-    ``val_loader`` is given, the validation loss after each epoch (``"val"``).
+    Adam, gradient-norm clipping at ``grad_clip``, one progress bar over all batches.
+    Returns the loss history: the mean training loss per token for each epoch
+    (``"train"``) and, when a ``val_loader`` is given, the validation loss after each
+    epoch (``"val"``).
 
     Shapes:
-        each batch: :class:`~attention_lib.data.Batch` (src (B, Lk), src_valid_lens (B,),
+        each batch: :class:`~attention_lib.data.Batch` (src (B, Lk), src_valid_lens
+            (B,),
         tgt_input (B, Lq), tgt_output (B, Lq), tgt_valid_lens (B,))
 
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
@@ -80,9 +107,9 @@ def train_seq2seq(model: nn.Module, loader, num_epochs: int, pad: int, lr: float
     history: dict[str, list[float]] = {"train": []}
     if val_loader is not None:
         history["val"] = []
-    # At most about 100 refreshes per bar, however long the run: each refresh of the bar in Jupyter is
-    # a few kernel messages, and a runner that reads them only after a long cell (nbval) loses some
-    # when thousands pile up.
+    # At most about 100 refreshes per bar, however long the run: each refresh of the bar
+    # in Jupyter is a few kernel messages, and a runner that reads them only after a
+    # long cell (nbval) loses some when thousands pile up.
     total_batches = num_epochs * len(loader)
     bar = tqdm(total=total_batches, desc="training", unit="batch", disable=not progress,
                miniters=max(1, total_batches // 100))
@@ -90,11 +117,15 @@ def train_seq2seq(model: nn.Module, loader, num_epochs: int, pad: int, lr: float
         model.train()
         total, tokens = 0.0, 0
         for batch in loader:
-            src, src_valid_lens, tgt_input, tgt_output, _ = (t.to(device) for t in batch)
-            # 1. Teacher forcing: the decoder reads the true previous token, not its own guess.
+            src, src_valid_lens, tgt_input, tgt_output, _ = (
+                t.to(device) for t in batch
+            )
+            # 1. Teacher forcing: the decoder reads the true previous token, not its own
+            # guess.
             logits = model(src, src_valid_lens, tgt_input)  # (B, Lq, V)
             loss = sequence_loss(logits, tgt_output, pad)
-            # 2. Backpropagate, clip the gradient norm (RNNs' gradients can explode), step.
+            # 2. Backpropagate, clip the gradient norm (RNNs' gradients can explode),
+            # step.
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
@@ -102,7 +133,9 @@ def train_seq2seq(model: nn.Module, loader, num_epochs: int, pad: int, lr: float
             n = int((tgt_output != pad).sum())
             total, tokens = total + loss.item() * n, tokens + n
             bar.update(1)
-            bar.set_postfix(epoch=epoch + 1, loss=f"{total / tokens:.3f}", refresh=False)  # shown at the next refresh
+            bar.set_postfix(
+                epoch=epoch + 1, loss=f"{total / tokens:.3f}", refresh=False
+            )  # shown at the next refresh
         history["train"].append(total / tokens)
         if val_loader is not None:
             history["val"].append(evaluate_loss(model, val_loader, pad, device))
@@ -111,8 +144,11 @@ def train_seq2seq(model: nn.Module, loader, num_epochs: int, pad: int, lr: float
 
 
 @torch.no_grad()
-def evaluate_loss(model: nn.Module, loader, pad: int, device: torch.device | None = None) -> float:
-    """Mean cross-entropy per real target token over a loader, with teacher forcing, no gradient.
+def evaluate_loss(
+    model: nn.Module, loader, pad: int, device: torch.device | None = None
+) -> float:
+    """Mean cross-entropy per real target token over a loader, with teacher forcing, no
+    gradient.
 
     Shapes:
         each batch: :class:`~attention_lib.data.Batch`; returns: float

@@ -1,12 +1,21 @@
-"""Correct answers in the other forms readers return them in: lists, tuples, NumPy, other dtypes.
+"""Correct answers in the other forms readers return them in: lists, tuples, NumPy,
+other dtypes.
 
-``in_form(solution, form)`` is the solution with its result converted; a pair of tensors (such as
-``(context, attn_weights)``) has each element converted.
+``in_form(solution, form)`` is the solution with its result converted; a pair of tensors
+(such as ``(context, attn_weights)``) has each element converted.
 """
 import numpy as np
 import torch
 
-TENSOR_FORMS = ["list", "tuple", "numpy", "float64", "float32", "float16", "list_of_rows"]
+TENSOR_FORMS = [
+    "list",
+    "tuple",
+    "numpy",
+    "float64",
+    "float32",
+    "float16",
+    "list_of_rows",
+]
 NUMBER_FORMS = ["numpy", "numpy32", "tensor", "tensor64", "float16", "one_element"]
 INDEX_FORMS = ["numpy", "tensor", "one_element", "numpy_array"]
 
@@ -27,12 +36,21 @@ def as_form(value, form):
             "list_of_rows": lambda: list(value.unbind(0)),  # a list of tensors
         }[form]()
     if isinstance(value, int):
-        return {"numpy": np.int64, "tensor": torch.tensor, "one_element": lambda v: torch.tensor([v]),
-                "numpy_array": lambda v: np.array([v])}[form](value)
+        return {
+            "numpy": np.int64,
+            "tensor": torch.tensor,
+            "one_element": lambda v: torch.tensor([v]),
+            "numpy_array": lambda v: np.array([v]),
+        }[form](value)
     if isinstance(value, float):
-        return {"numpy": np.float64, "numpy32": np.float32, "tensor": torch.tensor,
-                "tensor64": lambda v: torch.tensor(v, dtype=torch.float64),
-                "float16": lambda v: torch.tensor(v, dtype=torch.float16), "one_element": lambda v: [v]}[form](value)
+        return {
+            "numpy": np.float64,
+            "numpy32": np.float32,
+            "tensor": torch.tensor,
+            "tensor64": lambda v: torch.tensor(v, dtype=torch.float64),
+            "float16": lambda v: torch.tensor(v, dtype=torch.float16),
+            "one_element": lambda v: [v],
+        }[form](value)
     raise TypeError(f"no form {form!r} for {type(value).__name__}")
 
 

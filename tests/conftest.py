@@ -1,4 +1,5 @@
-"""Shared test setup: the real corpus from ../shared when it is there (CI and these machines)."""
+"""Shared test setup: the real corpus from ../shared when it is there (CI and these
+machines)."""
 import os
 from pathlib import Path
 

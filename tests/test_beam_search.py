@@ -1,12 +1,21 @@
-"""Beam search: beam 1 is greedy, a wide beam is exhaustive search, the weights follow the chosen output."""
+"""Beam search: beam 1 is greedy, a wide beam is exhaustive search, the weights follow
+the chosen output."""
 import itertools
 
 import pytest
 import torch
 from torch.nn import functional as F
 
-from attention_lib import (BahdanauDecoder, EncoderDecoder, Seq2SeqDecoder, Seq2SeqEncoder, beam_search,
-                           greedy_decode, set_seed, translate)
+from attention_lib import (
+    BahdanauDecoder,
+    EncoderDecoder,
+    Seq2SeqDecoder,
+    Seq2SeqEncoder,
+    beam_search,
+    greedy_decode,
+    set_seed,
+    translate,
+)
 
 BOS, EOS = 1, 2
 SRC = torch.tensor([[5, 6, 7, 2], [8, 2, 0, 0]])
@@ -15,8 +24,11 @@ SRC_LENS = torch.tensor([4, 2])
 
 def make_model(vocab_size=12, seed=0):
     set_seed(seed)
-    model = EncoderDecoder(Seq2SeqEncoder(10, 8, 16), BahdanauDecoder(vocab_size, 8, 16)).eval()
-    with torch.no_grad():  # sharpen the output distribution, so that beams really differ
+    model = EncoderDecoder(
+        Seq2SeqEncoder(10, 8, 16), BahdanauDecoder(vocab_size, 8, 16)
+    ).eval()
+    # sharpen the output distribution, so that beams really differ
+    with torch.no_grad():
         model.decoder.dense.weight.mul_(8)
     return model
 
@@ -24,10 +36,13 @@ def make_model(vocab_size=12, seed=0):
 def test_beam_of_one_is_greedy():
     model = make_model()
     greedy, greedy_weights = greedy_decode(model, SRC, SRC_LENS, BOS, EOS, max_len=7)
-    beam, beam_weights = beam_search(model, SRC, SRC_LENS, BOS, EOS, max_len=7, beam_size=1)
+    beam, beam_weights = beam_search(
+        model, SRC, SRC_LENS, BOS, EOS, max_len=7, beam_size=1
+    )
     assert beam == greedy
     for i, row in enumerate(greedy):
-        expected = torch.stack([w[i] for w in greedy_weights])[: max(len(row), 1)]  # (T, Lk)
+        # (T, Lk)
+        expected = torch.stack([w[i] for w in greedy_weights])[: max(len(row), 1)]
         torch.testing.assert_close(beam_weights[i], expected)
 
 
@@ -42,31 +57,57 @@ def _sequence_log_prob(model, src, src_lens, tokens):
 
 @pytest.mark.parametrize("length_penalty", [0.0, 0.75])
 def test_a_wide_beam_finds_the_best_sequence(length_penalty):
-    """With a beam as wide as the number of hypotheses, beam search is exhaustive search."""
+    """With a beam as wide as the number of hypotheses, beam search is exhaustive
+    search."""
     vocab_size, max_len = 5, 3
     model = make_model(vocab_size, seed=3)
     words = range(vocab_size)
     candidates = []
     for length in range(1, max_len + 1):
-        for prefix in itertools.product([w for w in words if w != EOS], repeat=length - 1):
+        for prefix in itertools.product(
+            [w for w in words if w != EOS], repeat=length - 1
+        ):
             candidates.append(list(prefix) + [EOS])  # finished
-    candidates += [list(p) for p in itertools.product([w for w in words if w != EOS], repeat=max_len)]  # cut off
+    candidates += [
+        list(p)
+        for p in itertools.product([w for w in words if w != EOS], repeat=max_len)
+    ]  # cut off
     for i in range(2):
         src, lens = SRC[i:i + 1], SRC_LENS[i:i + 1]
-        scores = [_sequence_log_prob(model, src, lens, c) / len(c) ** length_penalty for c in candidates]
+        scores = [
+            _sequence_log_prob(model, src, lens, c) / len(c) ** length_penalty
+            for c in candidates
+        ]
         best = candidates[max(range(len(candidates)), key=scores.__getitem__)]
         expected = best[:-1] if best[-1] == EOS else best
-        found, _ = beam_search(model, src, lens, BOS, EOS, max_len, beam_size=vocab_size ** max_len,
-                               length_penalty=length_penalty)
+        found, _ = beam_search(
+            model,
+            src,
+            lens,
+            BOS,
+            EOS,
+            max_len,
+            beam_size=vocab_size**max_len,
+            length_penalty=length_penalty,
+        )
         assert found[0] == expected
 
 
 def test_batch_equals_one_sentence_at_a_time():
     model = make_model()
-    batch, batch_weights = beam_search(model, SRC, SRC_LENS, BOS, EOS, max_len=6, beam_size=3)
+    batch, batch_weights = beam_search(
+        model, SRC, SRC_LENS, BOS, EOS, max_len=6, beam_size=3
+    )
     for i, n in enumerate(SRC_LENS.tolist()):
-        alone, alone_weights = beam_search(model, SRC[i:i + 1, :n], SRC_LENS[i:i + 1], BOS, EOS, max_len=6,
-                                           beam_size=3)
+        alone, alone_weights = beam_search(
+            model,
+            SRC[i : i + 1, :n],
+            SRC_LENS[i : i + 1],
+            BOS,
+            EOS,
+            max_len=6,
+            beam_size=3,
+        )
         assert batch[i] == alone[0]
         torch.testing.assert_close(batch_weights[i][:, :n], alone_weights[0])
         assert (batch_weights[i][:, n:] == 0).all()
@@ -76,7 +117,9 @@ def test_beam_search_stops_at_eos():
     model = make_model()
     with torch.no_grad():
         model.decoder.dense.bias[EOS] = 1e4
-    sentences, weights = beam_search(model, SRC, SRC_LENS, BOS, EOS, max_len=6, beam_size=3)
+    sentences, weights = beam_search(
+        model, SRC, SRC_LENS, BOS, EOS, max_len=6, beam_size=3
+    )
     assert sentences == [[], []] and weights[0].shape == (1, 4)
 
 
@@ -96,23 +139,38 @@ def test_translate_with_a_beam_is_beam_search_on_the_encoded_sentences(small_dat
         model.decoder.dense.weight.mul_(8)
     sentences = [english for english, _ in small_data.raw["test"][:5]]
     vocab = small_data.tgt_vocab
-    translations, weights = translate(model, small_data, sentences, beam_size=3, batch_size=2)
+    translations, weights = translate(
+        model, small_data, sentences, beam_size=3, batch_size=2
+    )
     src, lens = small_data.encode_source(sentences)
-    expected, expected_weights = beam_search(model, src, lens, vocab.bos, vocab.eos, small_data.num_steps + 2,
-                                             beam_size=3)
+    expected, expected_weights = beam_search(
+        model, src, lens, vocab.bos, vocab.eos, small_data.num_steps + 2, beam_size=3
+    )
     assert translations == [" ".join(vocab.to_tokens(row)) for row in expected]
-    assert translations != translate(model, small_data, sentences)[0]  # the beam changed something
+    # the beam changed something
+    assert translations != translate(model, small_data, sentences)[0]
     assert len(weights) == len(sentences)
     for got, want in zip(weights, expected_weights):
         torch.testing.assert_close(got, want)
 
 
-@pytest.mark.parametrize("kwargs, error, message", [
-    ({"beam_size": 2.0}, TypeError, r"beam_size must be an integer \(at least 1\), got the float 2.0"),
-    ({"beam_size": True}, TypeError, "beam_size must be an integer"),
-    ({"length_penalty": None}, TypeError, "length_penalty must be a finite number"),
-    ({"length_penalty": float("nan")}, TypeError, "length_penalty must be a finite number"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (
+            {"beam_size": 2.0},
+            TypeError,
+            r"beam_size must be an integer \(at least 1\), got the float 2.0",
+        ),
+        ({"beam_size": True}, TypeError, "beam_size must be an integer"),
+        ({"length_penalty": None}, TypeError, "length_penalty must be a finite number"),
+        (
+            {"length_penalty": float("nan")},
+            TypeError,
+            "length_penalty must be a finite number",
+        ),
+    ],
+)
 def test_bad_beam_arguments_are_named(kwargs, error, message):
     with pytest.raises(error, match=message):
         beam_search(make_model(), SRC, SRC_LENS, BOS, EOS, max_len=3, **kwargs)
@@ -121,9 +179,19 @@ def test_bad_beam_arguments_are_named(kwargs, error, message):
 def test_beam_search_accepts_numpy_integers():
     import numpy as np
 
-    found, _ = beam_search(make_model(), SRC, SRC_LENS, np.int64(BOS), np.int64(EOS), max_len=np.int64(4),
-                           beam_size=np.int64(2))
-    assert found == beam_search(make_model(), SRC, SRC_LENS, BOS, EOS, max_len=4, beam_size=2)[0]
+    found, _ = beam_search(
+        make_model(),
+        SRC,
+        SRC_LENS,
+        np.int64(BOS),
+        np.int64(EOS),
+        max_len=np.int64(4),
+        beam_size=np.int64(2),
+    )
+    assert (
+        found
+        == beam_search(make_model(), SRC, SRC_LENS, BOS, EOS, max_len=4, beam_size=2)[0]
+    )
 
 
 def _small_model(small_data):
@@ -132,12 +200,29 @@ def _small_model(small_data):
                           BahdanauDecoder(len(small_data.tgt_vocab), 8, 16))
 
 
-@pytest.mark.parametrize("sentences, message", [
-    ("Go.", r"sentences must be a list of strings \(e.g. \['Go.'\]\), got the str 'Go.'"),
-    (["Go.", ["Hi", "."]], r"sentences must be a list of strings, but sentences\[1\] is a list of length 2"),
-    (None, "sentences must be a list of strings"),
-])
-def test_translate_names_sentences_that_are_not_a_list_of_strings(small_data, sentences, message):
+@pytest.mark.parametrize(
+    "sentences, message",
+    [
+        (
+            "Go.",
+            (
+                r"sentences must be a list of strings \(e.g. \['Go.'\]\), got the str"
+                r" 'Go.'"
+            ),
+        ),
+        (
+            ["Go.", ["Hi", "."]],
+            (
+                r"sentences must be a list of strings, but sentences\[1\] is a list of"
+                r" length 2"
+            ),
+        ),
+        (None, "sentences must be a list of strings"),
+    ],
+)
+def test_translate_names_sentences_that_are_not_a_list_of_strings(
+    small_data, sentences, message
+):
     with pytest.raises(TypeError, match=message):
         translate(_small_model(small_data), small_data, sentences)
 
@@ -145,16 +230,22 @@ def test_translate_names_sentences_that_are_not_a_list_of_strings(small_data, se
 def test_translate_an_empty_list_and_max_len_zero(small_data):
     model = _small_model(small_data)
     assert translate(model, small_data, []) == ([], [])
-    assert translate(model, small_data, ("Go.", "Hi."), max_len=0) == (["", ""], [])  # not the default max_len
+    # not the default max_len
+    assert translate(model, small_data, ("Go.", "Hi."), max_len=0) == (["", ""], [])
     assert translate(model, small_data, ["Go."], max_len=0, beam_size=2) == ([""], [])
 
 
-@pytest.mark.parametrize("kwargs, error, message", [
-    ({"batch_size": 0}, ValueError, "batch_size must be at least 1, got 0"),
-    ({"beam_size": 0}, ValueError, "beam_size must be at least 1, got 0"),
-    ({"max_len": -3}, ValueError, "max_len must be at least 0, got -3"),
-])
-def test_translate_names_bad_settings_even_for_no_sentences(small_data, kwargs, error, message):
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"batch_size": 0}, ValueError, "batch_size must be at least 1, got 0"),
+        ({"beam_size": 0}, ValueError, "beam_size must be at least 1, got 0"),
+        ({"max_len": -3}, ValueError, "max_len must be at least 0, got -3"),
+    ],
+)
+def test_translate_names_bad_settings_even_for_no_sentences(
+    small_data, kwargs, error, message
+):
     model = _small_model(small_data)
     for sentences in (["Go."], []):
         with pytest.raises(error, match=message):

@@ -1,4 +1,5 @@
-"""The page "How the numbers are checked" lists every claim with the range the notebook checks."""
+"""The page "How the numbers are checked" lists every claim with the range the notebook
+checks."""
 import importlib.util
 from pathlib import Path
 
@@ -8,10 +9,16 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "book" / "checks.md"
-spec = importlib.util.spec_from_file_location("measure_spread", ROOT / "tools" / "measure_spread.py")
+spec = importlib.util.spec_from_file_location(
+    "measure_spread", ROOT / "tools" / "measure_spread.py"
+)
 measure_spread = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(measure_spread)
-NOTEBOOKS = sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+NOTEBOOKS = sorted(
+    p
+    for p in (ROOT / "chapters").rglob("*.ipynb")
+    if ".ipynb_checkpoints" not in p.parts
+)
 
 
 def test_the_page_is_in_the_table_of_contents():
@@ -20,30 +27,50 @@ def test_the_page_is_in_the_table_of_contents():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_every_claim_and_its_range_is_on_the_page(path):
-    """Change a range, and the page (with the measurements behind it) must be regenerated."""
+    """Change a range, and the page (with the measurements behind it) must be
+    regenerated."""
     page = PAGE.read_text(encoding="utf-8")
     for name, low, high in measure_spread.claims_in(nbformat.read(path, as_version=4)):
         bounds = "holds" if low is None and high is None else \
             f"{'' if low is None else low} … {'' if high is None else high}"
-        assert f"| `{name}` | {bounds} |" in page, f"{name} ({bounds}) not on {PAGE.name}: regenerate it"
+        assert (
+            f"| `{name}` | {bounds} |" in page
+        ), f"{name} ({bounds}) not on {PAGE.name}: regenerate it"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_output_counts_on_the_page_match_the_notebook(path):
     counts = measure_spread.output_counts(nbformat.read(path, as_version=4))
-    row = f"| {path.relative_to(ROOT / 'chapters')} | " + " | ".join(
-        str(counts[k]) for k in ("code cells", "with outputs", "compared exactly", "ignored", "claims")) + " |"
+    row = (
+        f"| {path.relative_to(ROOT / 'chapters')} | "
+        + " | ".join(
+            str(counts[k])
+            for k in (
+                "code cells",
+                "with outputs",
+                "compared exactly",
+                "ignored",
+                "claims",
+            )
+        )
+        + " |"
+    )
     assert row in PAGE.read_text(encoding="utf-8")
 
 
 def test_trained_cells_are_ignored_and_their_claims_checked():
-    """A cell that trains is not compared digit by digit, and a notebook that trains asserts claims."""
+    """A cell that trains is not compared digit by digit, and a notebook that trains
+    asserts claims."""
     for path in NOTEBOOKS:
         nb = nbformat.read(path, as_version=4)
         training = [c for c in nb.cells if "training" in c.metadata.get("tags", [])]
         for cell in training:
             assert "nbval-ignore-output" in cell.metadata["tags"], cell.source[:80]
         if training:
-            assert measure_spread.claims_in(nb), f"{path.name} trains but asserts no claim"
+            assert measure_spread.claims_in(
+                nb
+            ), f"{path.name} trains but asserts no claim"
             params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-            assert params and "SEED" in params[0].source, f"{path.name}: no parameters cell with SEED"
+            assert (
+                params and "SEED" in params[0].source
+            ), f"{path.name}: no parameters cell with SEED"

@@ -15,12 +15,19 @@ def test_a_value_inside_its_range_is_returned():
     assert claim("x", True) is True
 
 
-@pytest.mark.parametrize("value, low, high", [(10.9, 11, 17), (17.1, 11, 17), (0.2, 0.5, None), (3.0, None, 2.5)])
+@pytest.mark.parametrize(
+    "value, low, high",
+    [(10.9, 11, 17), (17.1, 11, 17), (0.2, 0.5, None), (3.0, None, 2.5)],
+)
 def test_a_value_outside_its_range_fails_naming_claim_value_and_range(value, low, high):
     with pytest.raises(ClaimError) as info:
         claim("ch1_bleu", value, low=low, high=high, about="held-out BLEU")
     message = str(info.value)
-    assert "ch1_bleu" in message and "held-out BLEU" in message and f"{value:.4g}" in message
+    assert (
+        "ch1_bleu" in message
+        and "held-out BLEU" in message
+        and f"{value:.4g}" in message
+    )
 
 
 def test_a_false_bool_claim_fails():
@@ -28,24 +35,42 @@ def test_a_false_bool_claim_fails():
         claim("loss_falls", False)
 
 
-@pytest.mark.parametrize("value, kwargs", [(float("nan"), {"low": 0}), ("13.9", {"low": 0}), (1.0, {}),
-                                           (True, {"low": 0})])
+@pytest.mark.parametrize(
+    "value, kwargs",
+    [(float("nan"), {"low": 0}), ("13.9", {"low": 0}), (1.0, {}), (True, {"low": 0})],
+)
 def test_malformed_claims_are_type_errors(value, kwargs):
     with pytest.raises(TypeError):
         claim("x", value, **kwargs)
 
 
 def test_claims_are_glued_for_the_prose(tmp_path):
-    """In a kernel, the value is stored as myst-nb's glue output (what {glue:text} renders)."""
+    """In a kernel, the value is stored as myst-nb's glue output (what {glue:text}
+    renders)."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "import torch\nfrom attention_lib import claim, glue\nclaim('bleu', 13.94, low=11, high=17)\n"
-        "glue('share', torch.tensor(0.25))")])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                "import torch\nfrom attention_lib import claim, glue\nclaim('bleu',"
+                " 13.94, low=11, high=17)\nglue('share', torch.tensor(0.25))"
+            )
+        ]
+    )
     nbclient.NotebookClient(nb, kernel_name="python3", timeout=120).execute()
     outputs = nb.cells[0].outputs
-    glued = [o for o in outputs if o.get("metadata", {}).get("scrapbook", {}).get("name") == "bleu"]
+    glued = [
+        o
+        for o in outputs
+        if o.get("metadata", {}).get("scrapbook", {}).get("name") == "bleu"
+    ]
     assert glued, json.dumps(outputs)[:500]
     assert "13.94" in json.dumps(glued[0]["data"])
-    share = [o for o in outputs if o.get("metadata", {}).get("scrapbook", {}).get("name") == "share"]
-    assert "'0.25'" not in json.dumps(share) and '"0.25"' in json.dumps(share[0]["data"])  # a number, not tensor(0.25)
+    share = [
+        o
+        for o in outputs
+        if o.get("metadata", {}).get("scrapbook", {}).get("name") == "share"
+    ]
+    assert "'0.25'" not in json.dumps(share) and '"0.25"' in json.dumps(
+        share[0]["data"]
+    )  # a number, not tensor(0.25)

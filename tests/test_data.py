@@ -12,7 +12,8 @@ import torch
 from attention_lib import data as D
 
 
-# ----------------------------------------------------------------------------- text processing
+# ----------------------------------------------------------------------------- text
+# processing
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -45,7 +46,8 @@ def test_vocab_specials_first_min_freq_and_unknowns():
     vocab = D.Vocab([["a", "b", "a"], ["c", "a", "b"]], min_freq=2)
     assert vocab.idx_to_token[:4] == ["<pad>", "<bos>", "<eos>", "<unk>"]
     assert vocab.pad == 0 and vocab.unk == 3
-    assert vocab.idx_to_token[4:] == ["a", "b"]  # most frequent first; "c" is below min_freq
+    # most frequent first; "c" is below min_freq
+    assert vocab.idx_to_token[4:] == ["a", "b"]
     assert vocab[["a", "c", "zzz"]] == [4, vocab.unk, vocab.unk]
     assert vocab.to_tokens(torch.tensor([4, 5])) == ["a", "b"]
     with pytest.raises(ValueError, match="min_freq"):
@@ -66,7 +68,8 @@ def test_truncate_pad_rejects_nonpositive_num_steps():
         D.truncate_pad([1], 0, 0)
 
 
-# ----------------------------------------------------------------------------- splits and tensors
+# ----------------------------------------------------------------------------- splits
+# and tensors
 
 
 def test_split_is_deterministic_and_keeps_an_english_sentence_in_one_split(small_data):
@@ -93,7 +96,11 @@ def test_tensors_have_eos_padding_and_a_right_shifted_decoder_input(small_data):
     batch = small_data.tensors("val")
     n = len(small_data.pairs["val"])
     assert batch.src.shape == batch.tgt_output.shape == batch.tgt_input.shape == (n, 10)
-    eos, pad, bos = small_data.tgt_vocab.eos, small_data.tgt_vocab.pad, small_data.tgt_vocab.bos
+    eos, pad, bos = (
+        small_data.tgt_vocab.eos,
+        small_data.tgt_vocab.pad,
+        small_data.tgt_vocab.bos,
+    )
     # valid lengths count real tokens including <eos>; everything after is padding
     for row, length in zip(batch.tgt_output[:50], batch.tgt_valid_lens[:50]):
         assert (row[length:] == pad).all() and (row[:length] != pad).all()
@@ -123,7 +130,8 @@ def test_max_train_keeps_test_split_whole(small_data):
     assert len(full.pairs["test"]) == len(small_data.pairs["test"])
 
 
-# ----------------------------------------------------------------------------- finding the data, errors
+# ----------------------------------------------------------------------------- finding
+# the data, errors
 
 
 def _write_corpus(directory, text="Go.\tVa !\nHi.\tSalut !\n"):
@@ -150,24 +158,40 @@ def test_checksum_mismatch_names_the_file(tmp_path, monkeypatch):
 
 def test_env_var_pointing_at_a_directory_without_the_file(tmp_path, monkeypatch):
     monkeypatch.setenv(D.DATA_ENV_VAR, str(tmp_path))
-    with pytest.raises(D.DataUnavailableError, match=f"{D.DATA_ENV_VAR} points at .* no fra.txt") as info:
+    with pytest.raises(
+        D.DataUnavailableError, match=f"{D.DATA_ENV_VAR} points at .* no fra.txt"
+    ) as info:
         D.locate_fra_eng()
     message = str(info.value)
-    assert "expected the folder holding the English-French corpus file fra.txt" in message
+    assert (
+        "expected the folder holding the English-French corpus file fra.txt" in message
+    )
     assert D.FRA_ENG_URL in message  # where to get it
-    assert f"unset {D.DATA_ENV_VAR}" in message  # or how to fall back on the cache and the download
+    # or how to fall back on the cache and the download
+    assert f"unset {D.DATA_ENV_VAR}" in message
 
 
-@pytest.mark.parametrize("target, found", [("missing", "does not exist"), ("d/fra.txt", "is a file, not a folder")])
-def test_env_var_pointing_at_nothing_or_at_the_file_itself(tmp_path, monkeypatch, target, found):
+@pytest.mark.parametrize(
+    "target, found",
+    [("missing", "does not exist"), ("d/fra.txt", "is a file, not a folder")],
+)
+def test_env_var_pointing_at_nothing_or_at_the_file_itself(
+    tmp_path, monkeypatch, target, found
+):
     _write_corpus(tmp_path / "d")
     monkeypatch.setenv(D.DATA_ENV_VAR, str(tmp_path / target))
-    with pytest.raises(D.DataUnavailableError, match=f"which {found}: expected the folder holding .*fra.txt"):
+    with pytest.raises(
+        D.DataUnavailableError,
+        match=f"which {found}: expected the folder holding .*fra.txt",
+    ):
         D.locate_fra_eng()
 
 
 def test_data_dir_without_the_file_says_so(tmp_path):
-    with pytest.raises(D.DataUnavailableError, match=r"data_dir points at .* no fra.txt.*pass data_dir=None") as info:
+    with pytest.raises(
+        D.DataUnavailableError,
+        match=r"data_dir points at .* no fra.txt.*pass data_dir=None",
+    ) as info:
         D.locate_fra_eng(data_dir=tmp_path)
     assert D.FRA_ENG_URL in str(info.value)
 
@@ -183,10 +207,19 @@ def test_a_byte_order_mark_is_not_part_of_the_first_sentence(tmp_path):
     assert ["go", "."] in [e for split in data.pairs.values() for e, _ in split]
 
 
-@pytest.mark.parametrize("content, message", [
-    ("not-a-checksum\n", r"SHA256SUMS, line 1: expected '<64 hex digits>  <file name>'"),
-    ("0" * 64 + "  other.txt\n", r"SHA256SUMS, line 1 lists other.txt, which is not in"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (
+            "not-a-checksum\n",
+            r"SHA256SUMS, line 1: expected '<64 hex digits>  <file name>'",
+        ),
+        (
+            "0" * 64 + "  other.txt\n",
+            r"SHA256SUMS, line 1 lists other.txt, which is not in",
+        ),
+    ],
+)
 def test_malformed_checksum_file_is_named(tmp_path, monkeypatch, content, message):
     _write_corpus(tmp_path / "d")
     (tmp_path / "d" / "SHA256SUMS").write_text(content)
@@ -195,29 +228,45 @@ def test_malformed_checksum_file_is_named(tmp_path, monkeypatch, content, messag
         D.locate_fra_eng()
 
 
-@pytest.mark.parametrize("kwargs, error, message", [
-    ({"max_train": -1}, ValueError, "max_train must be at least 1, got -1"),
-    ({"max_train": 0}, ValueError, "max_train must be at least 1, got 0"),
-    ({"max_train": 10.5}, TypeError, r"max_train must be an integer \(at least 1\), got the float 10.5"),
-    ({"num_steps": 1}, ValueError, "num_steps must be at least 2, got 1"),
-    ({"num_steps": "12"}, TypeError, "num_steps must be an integer"),
-    ({"min_freq": 0}, ValueError, "min_freq must be at least 1, got 0"),
-    ({"seed": None}, TypeError, "seed must be an integer"),
-])
-def test_load_fra_eng_names_bad_arguments_before_reading_the_corpus(tmp_path, kwargs, error, message):
-    with pytest.raises(error, match=message):  # the folder is empty: the check comes first
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"max_train": -1}, ValueError, "max_train must be at least 1, got -1"),
+        ({"max_train": 0}, ValueError, "max_train must be at least 1, got 0"),
+        (
+            {"max_train": 10.5},
+            TypeError,
+            r"max_train must be an integer \(at least 1\), got the float 10.5",
+        ),
+        ({"num_steps": 1}, ValueError, "num_steps must be at least 2, got 1"),
+        ({"num_steps": "12"}, TypeError, "num_steps must be an integer"),
+        ({"min_freq": 0}, ValueError, "min_freq must be at least 1, got 0"),
+        ({"seed": None}, TypeError, "seed must be an integer"),
+    ],
+)
+def test_load_fra_eng_names_bad_arguments_before_reading_the_corpus(
+    tmp_path, kwargs, error, message
+):
+    # the folder is empty: the check comes first
+    with pytest.raises(error, match=message):
         D.load_fra_eng(data_dir=tmp_path, **kwargs)
 
 
 def test_tiny_corpus_loads_with_the_smallest_settings(tmp_path):
     _write_corpus(tmp_path)
     data = D.load_fra_eng(num_steps=2, min_freq=1, max_train=1, data_dir=tmp_path)
-    assert sum(len(pairs) for pairs in data.pairs.values()) <= 2 and len(data.pairs["train"]) <= 1
+    assert (
+        sum(len(pairs) for pairs in data.pairs.values()) <= 2
+        and len(data.pairs["train"]) <= 1
+    )
     assert data.tensors("train").src.shape[1] == 2
 
 
 def test_encode_source_refuses_a_string_for_a_list(small_data):
-    with pytest.raises(TypeError, match=r"sentences must be a list of strings \(e.g. \['Go.'\]\), got the str"):
+    with pytest.raises(
+        TypeError,
+        match=r"sentences must be a list of strings \(e.g. \['Go.'\]\), got the str",
+    ):
         small_data.encode_source("Go.")
     with pytest.raises(TypeError, match=r"sentences\[0\] is a list of length 2"):
         small_data.encode_source([["go", "."]])
@@ -226,11 +275,15 @@ def test_encode_source_refuses_a_string_for_a_list(small_data):
 
 
 def test_splits_and_loaders_name_bad_arguments(small_data):
-    with pytest.raises(ValueError, match=r"split must be one of \['test', 'train', 'val'\], got 'dev'"):
+    with pytest.raises(
+        ValueError, match=r"split must be one of \['test', 'train', 'val'\], got 'dev'"
+    ):
         small_data.tensors("dev")
     with pytest.raises(ValueError, match="batch_size must be at least 1, got 0"):
         small_data.loader("train", batch_size=0)
-    with pytest.raises(ValueError, match="val_percent \\+ test_percent must be at most 100"):
+    with pytest.raises(
+        ValueError, match="val_percent \\+ test_percent must be at most 100"
+    ):
         D.split_of("Go.", val_percent=60, test_percent=50)
     with pytest.raises(TypeError, match="english must be a str"):
         D.split_of(["Go."])
@@ -270,7 +323,9 @@ def test_no_data_and_no_network_fails_fast_and_says_what_to_do(offline):
     with pytest.raises(D.DataUnavailableError) as info:
         D.locate_fra_eng(url="http://127.0.0.1:9/fra-eng.zip")
     assert time.monotonic() - start < 10
-    assert D.DATA_ENV_VAR in str(info.value) and "http://127.0.0.1:9/fra-eng.zip" in str(info.value)
+    assert D.DATA_ENV_VAR in str(
+        info.value
+    ) and "http://127.0.0.1:9/fra-eng.zip" in str(info.value)
 
 
 def test_a_server_that_never_answers_times_out(offline):
@@ -295,7 +350,8 @@ def test_default_download_url_is_d2ls_public_copy():
 
 @pytest.fixture
 def zip_server():
-    """Serve an in-memory fra-eng.zip over loopback HTTP, as the public copy is served."""
+    """Serve an in-memory fra-eng.zip over loopback HTTP, as the public copy is
+    served."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as zf:
         zf.writestr("fra-eng/fra.txt", "Go.\tVa !\nHi.\tSalut !\n")
@@ -314,7 +370,10 @@ def zip_server():
     httpd = http.server.HTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{httpd.server_port}/fra-eng.zip", hashlib.sha1(payload).hexdigest()
+    yield (
+        f"http://127.0.0.1:{httpd.server_port}/fra-eng.zip",
+        hashlib.sha1(payload).hexdigest(),
+    )
     httpd.shutdown()
 
 
@@ -327,9 +386,13 @@ def test_download_verifies_extracts_and_caches(offline, tmp_path, zip_server):
     assert D.locate_fra_eng(url="http://127.0.0.1:9/unreachable.zip") == path
 
 
-def test_download_with_wrong_checksum_is_rejected_and_removed(offline, tmp_path, zip_server):
+def test_download_with_wrong_checksum_is_rejected_and_removed(
+    offline, tmp_path, zip_server
+):
     url, _ = zip_server
-    with pytest.raises(ValueError, match=r"checksum mismatch for .*fra-eng\.zip downloaded from"):
+    with pytest.raises(
+        ValueError, match=r"checksum mismatch for .*fra-eng\.zip downloaded from"
+    ):
         D.locate_fra_eng(url=url, sha1="0" * 40)
     assert not (tmp_path / "cache" / "attention_lib" / "fra-eng.zip").exists()
 
@@ -337,11 +400,90 @@ def test_download_with_wrong_checksum_is_rejected_and_removed(offline, tmp_path,
 def test_vocab_names_indices_where_tokens_belong_and_indices_out_of_range():
     vocab = D.Vocab([["a", "b", "a"]])
     assert vocab[("a", "zzz")] == [4, vocab.unk] and vocab.to_tokens(4) == "a"
-    with pytest.raises(TypeError, match=r"takes a token \(str\) or a list of tokens, got the int 4.*to_tokens"):
+    with pytest.raises(
+        TypeError,
+        match=r"takes a token \(str\) or a list of tokens, got the int 4.*to_tokens",
+    ):
         vocab[4]
     with pytest.raises(TypeError, match="got a torch.Tensor"):
         vocab[torch.tensor([4])]
-    with pytest.raises(ValueError, match=r"indices must lie in \[0, 6\) \(the vocabulary's size\), got \[6, -1\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"indices must lie in \[0, 6\) \(the vocabulary's size\), got \[6, -1\]",
+    ):
         vocab.to_tokens([4, 6, -1])
     with pytest.raises(ValueError, match=r"got \[9\]"):
         vocab.to_tokens(torch.tensor(9))
+
+
+# ----------------------------------------------------------------------------- the copy
+# task
+
+
+def _inline_copy_task(num_examples, seed, max_len=30, num_symbols=10):
+    """Chapter 3.2's inline version, before it moved into the library (kept here to pin
+    the data)."""
+    pad, bos, eos = 0, 1, 2
+    gen = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(2, max_len + 1, (num_examples,), generator=gen)
+    src = torch.full((num_examples, max_len + 1), pad)
+    for i, n in enumerate(lengths.tolist()):
+        src[i, :n] = torch.randint(3, 3 + num_symbols, (n,), generator=gen)
+        src[i, n] = eos
+    tgt_input = torch.cat([torch.full((num_examples, 1), bos), src[:, :-1]], dim=1)
+    valid_lens = lengths + 1
+    return src, valid_lens, tgt_input, src.clone(), valid_lens
+
+
+@pytest.mark.parametrize("num_examples, seed", [(2_000, 0), (300, 1), (1, 7)])
+def test_copy_task_gives_the_data_of_chapter_3s_inline_version(num_examples, seed):
+    batch = D.copy_task(num_examples, seed=seed)
+    assert isinstance(batch, D.Batch)
+    for got, expected in zip(batch, _inline_copy_task(num_examples, seed)):
+        assert got.dtype == torch.long
+        assert torch.equal(got, expected)
+
+
+def test_copy_task_layout_eos_padding_and_shifted_decoder_input():
+    batch = D.copy_task(500, max_len=8, num_symbols=4, seed=3)
+    assert (
+        batch.src.shape == batch.tgt_input.shape == batch.tgt_output.shape == (500, 9)
+    )
+    assert torch.equal(batch.tgt_output, batch.src) and torch.equal(
+        batch.tgt_valid_lens, batch.src_valid_lens
+    )
+    # 2 to 8 symbols, then <eos>
+    assert batch.src_valid_lens.min() == 3 and batch.src_valid_lens.max() == 9
+    for row, n in zip(batch.src.tolist(), batch.src_valid_lens.tolist()):
+        assert (
+            all(3 <= s < 7 for s in row[: n - 1])
+            and row[n - 1] == 2
+            and set(row[n:]) <= {0}
+        )
+    assert (batch.tgt_input[:, 0] == 1).all() and torch.equal(
+        batch.tgt_input[:, 1:], batch.src[:, :-1]
+    )
+    assert not torch.equal(D.copy_task(50, seed=0).src, D.copy_task(50, seed=1).src)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (dict(num_examples=0), ValueError, "num_examples must be at least 1, got 0"),
+        (dict(num_examples=10.0), TypeError, "num_examples must be an integer"),
+        (
+            dict(num_examples=10, max_len=1),
+            ValueError,
+            "max_len must be at least 2, got 1",
+        ),
+        (
+            dict(num_examples=10, num_symbols=0),
+            ValueError,
+            "num_symbols must be at least 1, got 0",
+        ),
+        (dict(num_examples=10, seed=-1), ValueError, "seed must be at least 0, got -1"),
+    ],
+)
+def test_copy_task_names_bad_arguments(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        D.copy_task(**kwargs)

@@ -1,72 +1,136 @@
-"""The shared machinery of the checkers: reading answers in any form, dtype tolerances, no tracebacks."""
+"""The shared machinery of the checkers: reading answers in any form, dtype tolerances,
+no tracebacks."""
 import numpy as np
 import pytest
 import torch
 
 from attention_lib.exercises import Feedback, check_bleu, check_preprocess
-from attention_lib.exercises._feedback import (checker, close, read_index, read_number, read_tensor, read_tensors,
-                                               read_text, read_tokens, run_safely, tolerance)
+from attention_lib.exercises._feedback import (
+    checker,
+    close,
+    read_index,
+    read_number,
+    read_tensor,
+    read_tensors,
+    read_text,
+    read_tokens,
+    run_safely,
+    tolerance,
+)
 
 EXPECTED = torch.tensor([[0.25, 0.75], [1.0, 0.0]])
 
 
-@pytest.mark.parametrize("answer", [
-    EXPECTED, EXPECTED.double(), EXPECTED.half(), EXPECTED.numpy(), EXPECTED.tolist(), tuple(EXPECTED.tolist()),
-    list(EXPECTED.unbind(0)), EXPECTED.clone().requires_grad_(), np.float16(EXPECTED.numpy()),
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        EXPECTED,
+        EXPECTED.double(),
+        EXPECTED.half(),
+        EXPECTED.numpy(),
+        EXPECTED.tolist(),
+        tuple(EXPECTED.tolist()),
+        list(EXPECTED.unbind(0)),
+        EXPECTED.clone().requires_grad_(),
+        np.float16(EXPECTED.numpy()),
+    ],
+)
 def test_read_tensor_reads_every_form_of_numbers(answer):
     tensor, error = read_tensor(answer, "weights", (2, 2))
     assert error is None and close(tensor, EXPECTED)
 
 
-@pytest.mark.parametrize("answer, phrase", [
-    (None, "returned None: return the weights"), ("0.25 0.75", "returned the str '0.25 0.75'"),
-    ({"w": 1}, "returned a dict of length 1"), ([[1, 2], [3]], "returned a list of length 2"),
-    (["a", "b"], "returned a list of length 2"), (object(), "returned a object"),
-    (torch.zeros(2, 3), "should have shape (2, 2), yours has shape (2, 3)"),
-    (torch.zeros(2, 2, dtype=torch.complex64), "complex numbers"),
-])
+@pytest.mark.parametrize(
+    "answer, phrase",
+    [
+        (None, "returned None: return the weights"),
+        ("0.25 0.75", "returned the str '0.25 0.75'"),
+        ({"w": 1}, "returned a dict of length 1"),
+        ([[1, 2], [3]], "returned a list of length 2"),
+        (["a", "b"], "returned a list of length 2"),
+        (object(), "returned a object"),
+        (torch.zeros(2, 3), "should have shape (2, 2), yours has shape (2, 3)"),
+        (torch.zeros(2, 2, dtype=torch.complex64), "complex numbers"),
+    ],
+)
 def test_read_tensor_names_what_it_got(answer, phrase):
     tensor, error = read_tensor(answer, "weights", (2, 2))
-    assert tensor is None and isinstance(error, Feedback) and not error and phrase in error.message
+    assert (
+        tensor is None
+        and isinstance(error, Feedback)
+        and not error
+        and phrase in error.message
+    )
 
 
-@pytest.mark.parametrize("dtype, accepted_error, rejected_error", [
-    (torch.float64, 5e-8, 1e-5), (torch.float32, 5e-6, 1e-3), (torch.float16, 5e-3, 5e-2),
-])
-def test_close_allows_each_dtype_its_rounding_and_no_more(dtype, accepted_error, rejected_error):
+@pytest.mark.parametrize(
+    "dtype, accepted_error, rejected_error",
+    [
+        (torch.float64, 5e-8, 1e-5),
+        (torch.float32, 5e-6, 1e-3),
+        (torch.float16, 5e-3, 5e-2),
+    ],
+)
+def test_close_allows_each_dtype_its_rounding_and_no_more(
+    dtype, accepted_error, rejected_error
+):
     expected = torch.tensor([0.5, 0.25], dtype=torch.float64)
     assert close((expected + accepted_error).to(dtype), expected)
     assert not close((expected + rejected_error).to(dtype), expected)
 
 
 def test_tolerance_is_that_of_the_least_precise_dtype_and_exact_for_integers():
-    assert tolerance(torch.zeros(1, dtype=torch.float16), torch.zeros(1)) == tolerance(torch.zeros(1).half())
+    assert tolerance(torch.zeros(1, dtype=torch.float16), torch.zeros(1)) == tolerance(
+        torch.zeros(1).half()
+    )
     assert tolerance(torch.zeros(1, dtype=torch.long)) == (0.0, 0.0)
     assert not close(torch.tensor([1, 2]), torch.tensor([1, 3]))
 
 
-@pytest.mark.parametrize("answer", [0.5, np.float64(0.5), np.float32(0.5), torch.tensor(0.5), torch.tensor([0.5]),
-                                    torch.tensor(0.5, dtype=torch.float16), [0.5], np.array([[0.5]])])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        0.5,
+        np.float64(0.5),
+        np.float32(0.5),
+        torch.tensor(0.5),
+        torch.tensor([0.5]),
+        torch.tensor(0.5, dtype=torch.float16),
+        [0.5],
+        np.array([[0.5]]),
+    ],
+)
 def test_read_number(answer):
     number, error = read_number(answer, "score")
     assert error is None and number.shape == () and float(number) == 0.5
 
 
-@pytest.mark.parametrize("answer, phrase", [(None, "returned None"), ("0.5", "as one number, got the str"),
-                                            (True, "got the bool True"), ([0.5, 0.5], "a list of length 2"),
-                                            (torch.zeros(2), "shape (2,)")])
+@pytest.mark.parametrize(
+    "answer, phrase",
+    [
+        (None, "returned None"),
+        ("0.5", "as one number, got the str"),
+        (True, "got the bool True"),
+        ([0.5, 0.5], "a list of length 2"),
+        (torch.zeros(2), "shape (2,)"),
+    ],
+)
 def test_read_number_names_what_it_got(answer, phrase):
     number, error = read_number(answer, "score")
     assert number is None and phrase in error.message
 
 
-@pytest.mark.parametrize("answer", [2, np.int64(2), np.int32(2), torch.tensor(2), torch.tensor([2]), np.array([2])])
+@pytest.mark.parametrize(
+    "answer",
+    [2, np.int64(2), np.int32(2), torch.tensor(2), torch.tensor([2]), np.array([2])],
+)
 def test_read_index(answer):
     assert read_index(answer, "index") == (2, None)
 
 
-@pytest.mark.parametrize("answer", [2.0, np.float64(2.0), torch.tensor(2.0), True, None, "2", [2]])
+@pytest.mark.parametrize(
+    "answer", [2.0, np.float64(2.0), torch.tensor(2.0), True, None, "2", [2]]
+)
 def test_read_index_refuses_what_cannot_index_a_list(answer):
     index, error = read_index(answer, "index")
     assert index is None and "Return the index as an int" in error.message
@@ -87,7 +151,10 @@ def test_read_text_and_read_tensors():
     _, error = read_tensors(torch.zeros(2), ("context", "attn_weights"))
     assert "Return a pair (context, attn_weights)" in error.message
     _, error = read_tensors((torch.zeros(2), None), ("context", "attn_weights"))
-    assert error.message == "attn_weights: Your function returned None: return the attn_weights."
+    assert (
+        error.message
+        == "attn_weights: Your function returned None: return the attn_weights."
+    )
 
 
 def test_run_safely_and_a_checker_given_something_that_is_not_a_function():
@@ -102,5 +169,45 @@ def test_checker_turns_any_failure_while_checking_into_feedback():
         return Feedback.ok() if fn()[0] == 1 else Feedback.wrong("no")
 
     assert check_something(lambda: [1])
-    feedback = check_something(lambda: 5)  # int is not subscriptable: the checker itself fails
-    assert not feedback and feedback.message.startswith("Your answer could not be checked (TypeError:")
+    # int is not subscriptable: the checker itself fails
+    feedback = check_something(lambda: 5)
+    assert not feedback and feedback.message.startswith(
+        "Your answer could not be checked (TypeError:"
+    )
+
+
+# ------------------------------------------------------------------- how feedback looks
+
+
+def test_feedback_shows_a_mark_that_ordinary_fonts_draw_in_text_and_html():
+    """✓ / ✗ (Dingbats, in DejaVu and the system fonts), not emoji (an emoji font)."""
+    right, wrong = Feedback.ok("Correct: yes."), Feedback.wrong("No: the softmax axis.")
+    assert str(right) == "✓ Correct: yes." and str(wrong) == "✗ No: the softmax axis."
+    assert "✓" in right._repr_html_() and "✗" in wrong._repr_html_()
+    for feedback in (right, wrong):
+        shown = str(feedback) + feedback._repr_html_()
+        # No emoji (pictographs, dingbats drawn as emoji) or variation selectors.
+        assert not any(ord(c) >= 0x1F000 or c in "\u2705\u274c\ufe0f" for c in shown)
+
+
+def test_the_placeholder_is_a_neutral_note_not_an_error():
+    def starter(*args):
+        raise NotImplementedError
+
+    _, feedback = run_safely(starter, 1)
+    assert not feedback and feedback.todo and feedback.state == "todo"
+    assert str(feedback).startswith(
+        "Your turn: replace the `raise NotImplementedError`"
+    )
+    assert "✗" not in str(feedback) and "✗" not in feedback._repr_html_()
+    assert "feedback-todo" in feedback._repr_html_()
+    assert "#cf222e" not in feedback._repr_html_()  # not the red of a wrong answer
+    assert Feedback.wrong("x").state == "wrong" and Feedback.ok().state == "passed"
+
+
+def test_an_error_in_the_readers_code_is_still_an_error():
+    _, feedback = run_safely(lambda: 1 / 0)
+    assert not feedback and not feedback.todo and str(feedback).startswith("✗ ")
+    assert (
+        "ZeroDivisionError" in feedback.message and "#cf222e" in feedback._repr_html_()
+    )

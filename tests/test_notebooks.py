@@ -1,4 +1,5 @@
-"""Structure of the committed notebooks (nbval re-runs their code; these check the rest)."""
+"""Structure of the committed notebooks (nbval re-runs their code; these check the
+rest)."""
 import json
 import subprocess
 import sys
@@ -9,7 +10,11 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+NOTEBOOKS = sorted(
+    p
+    for p in (ROOT / "chapters").rglob("*.ipynb")
+    if ".ipynb_checkpoints" not in p.parts
+)
 IDS = [str(p.relative_to(ROOT / "chapters")) for p in NOTEBOOKS]
 
 
@@ -36,8 +41,11 @@ def test_every_notebook_is_in_the_table_of_contents():
 
 
 def test_setup_cells_install_from_the_configured_repository():
-    result = subprocess.run([sys.executable, str(ROOT / "tools/colab_setup.py"), "--check"],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tools/colab_setup.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -45,7 +53,9 @@ def test_setup_cells_install_from_the_configured_repository():
 def test_notebook_starts_with_a_title_and_what_you_will_learn(path):
     nb = nbformat.read(path, as_version=4)
     first = nb.cells[0]
-    assert first.cell_type == "markdown" and first.source.startswith("# "), "first cell must be the H1 title"
+    assert first.cell_type == "markdown" and first.source.startswith(
+        "# "
+    ), "first cell must be the H1 title"
     assert "what you will learn" in first.source.lower()
 
 
@@ -53,26 +63,39 @@ def test_notebook_starts_with_a_title_and_what_you_will_learn(path):
 def test_notebook_is_committed_executed_in_order_without_errors(path):
     nb = nbformat.read(path, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
-    assert all(c.execution_count is not None for c in code), "run `make execute` before committing"
+    assert all(
+        c.execution_count is not None for c in code
+    ), "run `make execute` before committing"
     counts = [c.execution_count for c in code]
-    assert counts == sorted(counts) and counts[0] == 1, "cells were not executed top to bottom in a fresh kernel"
+    assert (
+        counts == sorted(counts) and counts[0] == 1
+    ), "cells were not executed top to bottom in a fresh kernel"
     for cell in code:
         errors = [o for o in cell.outputs if o.output_type == "error"]
         if errors:
-            assert "raises-exception" in cell.metadata.get("tags", []), f"unexpected error in: {cell.source[:80]}"
+            assert "raises-exception" in cell.metadata.get(
+                "tags", []
+            ), f"unexpected error in: {cell.source[:80]}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_no_cell_relies_on_a_trailing_semicolon(path):
-    """nbval runs cells without IPython's history, and IPython then ignores a trailing ';': the
-    expression's repr (e.g. ``<Axes: ...>``) appears under nbval but not in Jupyter, and the
-    comparison fails. End a plotting cell with ``plt.show()`` instead."""
+    """nbval runs cells without IPython's history, and IPython then ignores a trailing
+    ';': the expression's repr (e.g. ``<Axes: ...>``) appears under nbval but not in
+    Jupyter, and the comparison fails. End a plotting cell with ``plt.show()``
+    instead."""
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        lines = [line for line in cell.source.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-        assert not (lines and lines[-1].rstrip().endswith(";")), f"ends with ';': {lines[-1]!r}"
+        lines = [
+            line
+            for line in cell.source.splitlines()
+            if line.strip() and not line.lstrip().startswith("#")
+        ]
+        assert not (
+            lines and lines[-1].rstrip().endswith(";")
+        ), f"ends with ';': {lines[-1]!r}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
@@ -80,23 +103,40 @@ def test_ignored_outputs_say_why(path):
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if "nbval-ignore-output" in cell.metadata.get("tags", []):
-            comments = [line for line in cell.source.splitlines() if line.lstrip().startswith("#")]
-            assert comments, f"a cell whose output nbval ignores must say why in a comment: {cell.source[:80]}"
+            comments = [
+                line
+                for line in cell.source.splitlines()
+                if line.lstrip().startswith("#")
+            ]
+            assert comments, (
+                "a cell whose output nbval ignores must say why in a comment:"
+                f" {cell.source[:80]}"
+            )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_no_local_paths_in_notebooks(path):
     text = path.read_text(encoding="utf-8")
     for needle in ["/work/", "/home/", "../shared", "/tmp/"]:
-        assert needle not in text, f"{needle!r} in {path.name}: notebooks must run anywhere (Colab)"
+        assert (
+            needle not in text
+        ), f"{needle!r} in {path.name}: notebooks must run anywhere (Colab)"
 
 
 def test_solutions_are_hidden_in_colab_and_collapsed_on_the_site():
     for path in NOTEBOOKS:
         nb = nbformat.read(path, as_version=4)
         for i, cell in enumerate(nb.cells):
-            if cell.cell_type == "markdown" and cell.source.startswith("```{solution-start}"):
-                assert ":class: dropdown" in cell.source, f"{path.name}: solution not collapsed"
+            if cell.cell_type == "markdown" and cell.source.startswith(
+                "```{solution-start}"
+            ):
+                assert (
+                    ":class: dropdown" in cell.source
+                ), f"{path.name}: solution not collapsed"
                 solution = nb.cells[i + 1]
-                assert solution.metadata.get("cellView") == "form", f"{path.name}: solution visible in Colab"
-                assert solution.source.startswith("#@title"), f"{path.name}: Colab form needs a #@title"
+                assert (
+                    solution.metadata.get("cellView") == "form"
+                ), f"{path.name}: solution visible in Colab"
+                assert solution.source.startswith(
+                    "#@title"
+                ), f"{path.name}: Colab form needs a #@title"

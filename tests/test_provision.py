@@ -1,4 +1,5 @@
-"""`make book` / `make test` provision system packages as root, and otherwise stop at once, saying how."""
+"""`make book` / `make test` provision system packages as root, and otherwise stop at
+once, saying how."""
 import os
 import shutil
 import subprocess
@@ -19,8 +20,13 @@ def test_without_root_a_missing_package_stops_at_once_naming_the_command(tmp_pat
     fake_id.write_text("#!/bin/sh\necho 1000\n")  # not root
     fake_id.chmod(0o755)
     started = time.monotonic()
-    result = subprocess.run([str(bin_dir / "bash"), str(ROOT / "tools/provision.sh"), "book"],
-                            env={"PATH": str(bin_dir)}, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [str(bin_dir / "bash"), str(ROOT / "tools/provision.sh"), "book"],
+        env={"PATH": str(bin_dir)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert time.monotonic() - started < 10
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
@@ -31,6 +37,10 @@ def test_with_everything_present_it_does_nothing():
     if not (shutil.which("npm") and os.access("/usr/bin/chromium", os.X_OK)):
         import pytest
         pytest.skip("this machine lacks the packages; the test above covers that path")
-    result = subprocess.run(["bash", str(ROOT / "tools/provision.sh"), "test"], capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run(
+        ["bash", str(ROOT / "tools/provision.sh"), "test"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0 and result.stdout == "" and result.stderr == ""

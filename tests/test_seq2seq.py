@@ -1,14 +1,22 @@
 import pytest
 import torch
 
-from attention_lib import EncoderDecoder, Seq2SeqDecoder, Seq2SeqEncoder, greedy_decode, set_seed
+from attention_lib import (
+    EncoderDecoder,
+    Seq2SeqDecoder,
+    Seq2SeqEncoder,
+    greedy_decode,
+    set_seed,
+)
 
 V_SRC, V_TGT, E, HD, LAYERS = 30, 40, 8, 16, 2
 
 
 def make_model():
     set_seed(0)
-    return EncoderDecoder(Seq2SeqEncoder(V_SRC, E, HD, LAYERS), Seq2SeqDecoder(V_TGT, E, HD, LAYERS)).eval()
+    return EncoderDecoder(
+        Seq2SeqEncoder(V_SRC, E, HD, LAYERS), Seq2SeqDecoder(V_TGT, E, HD, LAYERS)
+    ).eval()
 
 
 def test_shapes():
@@ -21,10 +29,12 @@ def test_shapes():
 
 
 def test_encoder_skips_padding():
-    """A padded sentence gets the same final state and outputs as the same sentence alone."""
+    """A padded sentence gets the same final state and outputs as the same sentence
+    alone."""
     model = make_model()
     sentence = torch.randint(4, V_SRC, (1, 4))
-    padded = torch.cat([sentence, torch.zeros(1, 3, dtype=torch.long)], dim=1)  # pad = 0
+    # pad = 0
+    padded = torch.cat([sentence, torch.zeros(1, 3, dtype=torch.long)], dim=1)
     out_alone, state_alone = model.encoder(sentence, torch.tensor([4]))
     out_padded, state_padded = model.encoder(padded, torch.tensor([4]))
     torch.testing.assert_close(state_padded, state_alone)
@@ -38,7 +48,14 @@ def test_batch_decoding_equals_one_at_a_time():
     valid_lens = torch.tensor([6, 3, 2])
     batch, _ = greedy_decode(model, src, valid_lens, bos=1, eos=2, max_len=8)
     for i in range(3):
-        alone, _ = greedy_decode(model, src[i:i + 1, : valid_lens[i]], valid_lens[i:i + 1], bos=1, eos=2, max_len=8)
+        alone, _ = greedy_decode(
+            model,
+            src[i : i + 1, : valid_lens[i]],
+            valid_lens[i : i + 1],
+            bos=1,
+            eos=2,
+            max_len=8,
+        )
         assert batch[i] == alone[0]
 
 
@@ -47,7 +64,9 @@ def test_greedy_decoding_stops_at_eos():
     with torch.no_grad():
         model.decoder.dense.bias.zero_()
         model.decoder.dense.bias[2] = 100.0  # <eos> always wins
-    sentences, weights = greedy_decode(model, torch.randint(4, V_SRC, (2, 5)), None, bos=1, eos=2, max_len=10)
+    sentences, weights = greedy_decode(
+        model, torch.randint(4, V_SRC, (2, 5)), None, bos=1, eos=2, max_len=10
+    )
     assert sentences == [[], []]
     assert weights == []  # this decoder keeps no attention weights
 
@@ -57,7 +76,9 @@ def test_greedy_decoding_respects_max_len():
     with torch.no_grad():
         model.decoder.dense.bias.zero_()
         model.decoder.dense.bias[7] = 100.0  # never <eos>
-    sentences, _ = greedy_decode(model, torch.randint(4, V_SRC, (2, 5)), None, bos=1, eos=2, max_len=4)
+    sentences, _ = greedy_decode(
+        model, torch.randint(4, V_SRC, (2, 5)), None, bos=1, eos=2, max_len=4
+    )
     assert sentences == [[7] * 4, [7] * 4]
 
 
@@ -71,19 +92,37 @@ def test_bad_source_is_named(bad, message):
 
 
 def test_bad_valid_lens_shape_is_named():
-    with pytest.raises(ValueError, match=r"src_valid_lens must have shape \(B,\) with B=2, got \(3,\)"):
-        make_model().encoder(torch.zeros(2, 5, dtype=torch.long), torch.tensor([1, 2, 3]))
+    with pytest.raises(
+        ValueError, match=r"src_valid_lens must have shape \(B,\) with B=2, got \(3,\)"
+    ):
+        make_model().encoder(
+            torch.zeros(2, 5, dtype=torch.long), torch.tensor([1, 2, 3])
+        )
 
 
-@pytest.mark.parametrize("src_valid_lens, error, message", [
-    ([5, 3], TypeError, r"src_valid_lens must be a torch.Tensor of integer lengths with shape \(B,\) with B=2, "
-                        r"got a list of length 2 \(convert it with torch.as_tensor"),
-    (torch.tensor(5), ValueError, r"src_valid_lens must have shape \(B,\) with B=2, got \(\)"),
-    (torch.tensor([6, 3]), ValueError, r"src_valid_lens must lie in \[0, 5\]"),
-    (torch.tensor([-1, 3]), ValueError, r"src_valid_lens must lie in \[0, 5\]"),
-    (torch.tensor([5.0, 3.0]), TypeError, r"src_valid_lens must hold integers"),
-])
-def test_bad_valid_lens_is_named_by_the_encoder_and_by_decoding(src_valid_lens, error, message):
+@pytest.mark.parametrize(
+    "src_valid_lens, error, message",
+    [
+        (
+            [5, 3],
+            TypeError,
+            r"src_valid_lens must be a torch.Tensor of integer lengths with shape"
+            r" \(B,\) with B=2, "
+            r"got a list of length 2 \(convert it with torch.as_tensor",
+        ),
+        (
+            torch.tensor(5),
+            ValueError,
+            r"src_valid_lens must have shape \(B,\) with B=2, got \(\)",
+        ),
+        (torch.tensor([6, 3]), ValueError, r"src_valid_lens must lie in \[0, 5\]"),
+        (torch.tensor([-1, 3]), ValueError, r"src_valid_lens must lie in \[0, 5\]"),
+        (torch.tensor([5.0, 3.0]), TypeError, r"src_valid_lens must hold integers"),
+    ],
+)
+def test_bad_valid_lens_is_named_by_the_encoder_and_by_decoding(
+    src_valid_lens, error, message
+):
     model = make_model()
     src = torch.randint(4, V_SRC, (2, 5))
     with pytest.raises(error, match=message):
@@ -93,7 +132,13 @@ def test_bad_valid_lens_is_named_by_the_encoder_and_by_decoding(src_valid_lens, 
 
 
 def test_empty_source_is_named():
-    with pytest.raises(ValueError, match=r"src must hold at least one sentence of at least one token, got shape \(2, 0\)"):
+    with pytest.raises(
+        ValueError,
+        match=(
+            r"src must hold at least one sentence of at least one token, got shape"
+            r" \(2, 0\)"
+        ),
+    ):
         make_model().encoder(torch.zeros(2, 0, dtype=torch.long))
 
 
@@ -101,26 +146,49 @@ def test_max_len_zero_gives_empty_outputs_in_greedy_and_beam_search():
     from attention_lib import BahdanauDecoder, beam_search
 
     set_seed(0)
-    model = EncoderDecoder(Seq2SeqEncoder(V_SRC, E, HD), BahdanauDecoder(V_TGT, E, HD)).eval()
+    model = EncoderDecoder(
+        Seq2SeqEncoder(V_SRC, E, HD), BahdanauDecoder(V_TGT, E, HD)
+    ).eval()
     src, lens = torch.randint(4, V_SRC, (3, 5)), torch.tensor([5, 2, 1])
     greedy = greedy_decode(model, src, lens, bos=1, eos=2, max_len=0)
     beam = beam_search(model, src, lens, bos=1, eos=2, max_len=0, beam_size=3)
     assert greedy == beam == ([[], [], []], [])
-    assert greedy_decode(make_model(), src, lens, bos=1, eos=2, max_len=0) == ([[], [], []], [])
+    assert greedy_decode(make_model(), src, lens, bos=1, eos=2, max_len=0) == (
+        [[], [], []],
+        [],
+    )
 
 
-@pytest.mark.parametrize("kwargs, error, message", [
-    ({"max_len": -1}, ValueError, "max_len must be at least 0, got -1"),
-    ({"max_len": 2.5}, TypeError, r"max_len must be an integer \(at least 0\), got the float 2.5"),
-    ({"max_len": None}, TypeError, "max_len must be an integer"),
-    ({"bos": V_TGT}, ValueError, rf"bos must be a token index of the target vocabulary, in \[0, {V_TGT}\), got {V_TGT}"),
-    ({"eos": -2}, ValueError, "eos must be at least 0, got -2"),
-])
-def test_bad_decoding_arguments_are_named_the_same_by_greedy_and_beam_search(kwargs, error, message):
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"max_len": -1}, ValueError, "max_len must be at least 0, got -1"),
+        (
+            {"max_len": 2.5},
+            TypeError,
+            r"max_len must be an integer \(at least 0\), got the float 2.5",
+        ),
+        ({"max_len": None}, TypeError, "max_len must be an integer"),
+        (
+            {"bos": V_TGT},
+            ValueError,
+            (
+                r"bos must be a token index of the target vocabulary, in \[0,"
+                rf" {V_TGT}\), got {V_TGT}"
+            ),
+        ),
+        ({"eos": -2}, ValueError, "eos must be at least 0, got -2"),
+    ],
+)
+def test_bad_decoding_arguments_are_named_the_same_by_greedy_and_beam_search(
+    kwargs, error, message
+):
     from attention_lib import BahdanauDecoder, beam_search
 
     set_seed(0)
-    model = EncoderDecoder(Seq2SeqEncoder(V_SRC, E, HD), BahdanauDecoder(V_TGT, E, HD)).eval()
+    model = EncoderDecoder(
+        Seq2SeqEncoder(V_SRC, E, HD), BahdanauDecoder(V_TGT, E, HD)
+    ).eval()
     args = {"bos": 1, "eos": 2, "max_len": 3, **kwargs}
     src = torch.randint(4, V_SRC, (2, 5))
     for decode in (greedy_decode, beam_search):

@@ -1,13 +1,25 @@
 import pytest
 import torch
 
-from attention_lib import (EncoderDecoder, Seq2SeqDecoder, Seq2SeqEncoder, bleu_by_length, choose_device,
-                           sequence_loss, set_seed, train_seq2seq)
+from attention_lib import (
+    EncoderDecoder,
+    Seq2SeqDecoder,
+    Seq2SeqEncoder,
+    bleu_by_length,
+    choose_device,
+    sequence_loss,
+    set_seed,
+    train_seq2seq,
+)
 
 
 def test_choose_device_prefers_an_accelerator():
     device = choose_device()
-    expected = "cuda" if torch.cuda.is_available() else ("mps" if torch.backends.mps.is_available() else "cpu")
+    expected = (
+        "cuda"
+        if torch.cuda.is_available()
+        else ("mps" if torch.backends.mps.is_available() else "cpu")
+    )
     assert device.type == expected
 
 
@@ -24,8 +36,12 @@ def test_sequence_loss_ignores_padding_positions():
     changed = logits.clone()
     changed[0, 3] += 10 * torch.randn(6)
     changed[1, 2:] += 10 * torch.randn(2, 6)
-    torch.testing.assert_close(sequence_loss(logits, targets, pad=0), sequence_loss(changed, targets, pad=0))
-    manual = torch.nn.functional.cross_entropy(logits[targets != 0], targets[targets != 0])
+    torch.testing.assert_close(
+        sequence_loss(logits, targets, pad=0), sequence_loss(changed, targets, pad=0)
+    )
+    manual = torch.nn.functional.cross_entropy(
+        logits[targets != 0], targets[targets != 0]
+    )
     torch.testing.assert_close(sequence_loss(logits, targets, pad=0), manual)
 
 
@@ -41,12 +57,24 @@ def test_train_rejects_zero_epochs(small_data):
 
 
 def test_short_training_run_learns(small_data):
-    """Regression test of learning: seeded, 3,000 real pairs, 3 epochs (about 10 s on 2 CPU cores)."""
+    """Regression test of learning: seeded, 3,000 real pairs, 3 epochs (about 10 s on 2
+    CPU cores)."""
     set_seed(0)
     data = small_data
-    model = EncoderDecoder(Seq2SeqEncoder(len(data.src_vocab), 64, 128), Seq2SeqDecoder(len(data.tgt_vocab), 64, 128))
-    history = train_seq2seq(model, data.loader("train", batch_size=64), num_epochs=3, pad=data.tgt_vocab.pad,
-                            lr=0.01, device=torch.device("cpu"), val_loader=data.loader("val", 256), progress=False)
+    model = EncoderDecoder(
+        Seq2SeqEncoder(len(data.src_vocab), 64, 128),
+        Seq2SeqDecoder(len(data.tgt_vocab), 64, 128),
+    )
+    history = train_seq2seq(
+        model,
+        data.loader("train", batch_size=64),
+        num_epochs=3,
+        pad=data.tgt_vocab.pad,
+        lr=0.01,
+        device=torch.device("cpu"),
+        val_loader=data.loader("val", 256),
+        progress=False,
+    )
     assert history["train"][-1] < history["train"][0] - 1.0
     assert history["train"][-1] < 4.0
     assert history["val"][-1] < history["val"][0]
@@ -55,10 +83,12 @@ def test_short_training_run_learns(small_data):
     assert sum(n for _, n, _ in result["by_length"]) == len(data.pairs["test"])
 
 
-def test_progress_bar_refreshes_about_a_hundred_times_however_many_batches(capsys, monkeypatch):
-    """Each refresh of a Jupyter progress bar is a few kernel messages; thousands of them in one long
-    cell make nbval lose messages ("Timeout ... waiting for output"). A bar over 1,000 batches must
-    refresh about 100 times, not once per batch."""
+def test_progress_bar_refreshes_about_a_hundred_times_however_many_batches(
+    capsys, monkeypatch
+):
+    """Each refresh of a Jupyter progress bar is a few kernel messages; thousands of
+    them in one long cell make nbval lose messages ("Timeout ... waiting for output"). A
+    bar over 1,000 batches must refresh about 100 times, not once per batch."""
     from torch.utils.data import DataLoader, TensorDataset
 
     from attention_lib import training

@@ -1,21 +1,26 @@
-"""Measure how much a page's trained and timed numbers move between runs, and write the page that says so.
+"""Measure how much a page's trained and timed numbers move between runs, and write the
+page that says so.
 
-Every number a chapter quotes from training or timing is glued into its prose and checked by a
-``claim(name, value, low=..., high=...)`` call (see ``attention_lib/claims.py``). The ranges must
-cover what another machine would see. This tool measures that:
+Every number a chapter quotes from training or timing is glued into its prose and
+checked by a ``claim(name, value, low=..., high=...)`` call (see
+``attention_lib/claims.py``). The ranges must cover what another machine would see. This
+tool measures that:
 
-    # run each training notebook several ways (threads and seeds), in parallel where cores allow
+    # run each training notebook several ways (threads and seeds), in parallel where
+        cores allow
     python tools/measure_spread.py run chapters/01_seq2seq/02_encoder_decoder.ipynb \\
         --variant threads=1,seed=0 --variant threads=2,seed=1 --out spread/ --jobs 2
 
-    # a table of every claim: its range, and the value in the committed notebook and in each run
+    # a table of every claim: its range, and the value in the committed notebook and in
+        each run
     python tools/measure_spread.py report spread/ [more folders] --write book/checks.md
 
-``run`` executes copies (never the committed notebooks) with papermill, which sets ``SEED`` in the
-cell tagged ``parameters``; ``OMP_NUM_THREADS`` sets the thread count. ``report`` reads the glued
-values from the executed copies and the committed notebooks, the claims' ranges from the notebooks'
-source, and the per-notebook counts of outputs that nbval compares exactly, outputs it ignores, and
-claims asserted. ``tests/test_checks_page.py`` keeps the written page in step with the notebooks.
+``run`` executes copies (never the committed notebooks) with papermill, which sets
+``SEED`` in the cell tagged ``parameters``; ``OMP_NUM_THREADS`` sets the thread count.
+``report`` reads the glued values from the executed copies and the committed notebooks,
+the claims' ranges from the notebooks' source, and the per-notebook counts of outputs
+that nbval compares exactly, outputs it ignores, and claims asserted.
+``tests/test_checks_page.py`` keeps the written page in step with the notebooks.
 """
 from __future__ import annotations
 
@@ -48,11 +53,28 @@ def parse_variant(text: str) -> dict[str, int]:
 def run_one(notebook: Path, variant: dict[str, int], out: Path, device: str) -> str:
     name = f"{notebook.stem}__{device}_t{variant['threads']}_s{variant['seed']}.ipynb"
     target = out / name
-    env = dict(os.environ, OMP_NUM_THREADS=str(variant["threads"]), MKL_NUM_THREADS=str(variant["threads"]))
+    env = dict(
+        os.environ,
+        OMP_NUM_THREADS=str(variant["threads"]),
+        MKL_NUM_THREADS=str(variant["threads"]),
+    )
     if device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
-    command = [sys.executable, "-m", "papermill", str(notebook), str(target), "-p", "SEED", str(variant["seed"]),
-               "--cwd", str(notebook.parent), "--kernel", "python3", "--no-progress-bar"]
+    command = [
+        sys.executable,
+        "-m",
+        "papermill",
+        str(notebook),
+        str(target),
+        "-p",
+        "SEED",
+        str(variant["seed"]),
+        "--cwd",
+        str(notebook.parent),
+        "--kernel",
+        "python3",
+        "--no-progress-bar",
+    ]
     result = subprocess.run(command, env=env, capture_output=True, text=True)
     status = "ok" if result.returncode == 0 else "FAILED:\n" + result.stderr[-3000:]
     return f"{name}: {status}"
@@ -66,7 +88,14 @@ def glued_values(nb) -> dict[str, object]:
             name = output.get("metadata", {}).get("scrapbook", {}).get("name")
             if not name:
                 continue
-            text = next((v for k, v in output.get("data", {}).items() if k.endswith("text/plain")), None)
+            text = next(
+                (
+                    v
+                    for k, v in output.get("data", {}).items()
+                    if k.endswith("text/plain")
+                ),
+                None,
+            )
             try:
                 values[name] = ast.literal_eval(text)
             except (ValueError, SyntaxError, TypeError):
@@ -75,7 +104,8 @@ def glued_values(nb) -> dict[str, object]:
 
 
 def claims_in(nb) -> list[tuple[str, object, object]]:
-    """(name, low, high) of every ``claim("name", value, low=..., high=...)`` call with literal arguments."""
+    """(name, low, high) of every ``claim("name", value, low=..., high=...)`` call with
+    literal arguments."""
     found = []
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -85,13 +115,25 @@ def claims_in(nb) -> list[tuple[str, object, object]]:
         except SyntaxError:
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "claim" and node.args:
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) == "claim"
+                and node.args
+            ):
                 first = node.args[0]
-                if isinstance(first, ast.JoinedStr):  # f"ch3_{key}_..." : keep the pattern readable
-                    name = "".join(v.value if isinstance(v, ast.Constant) else "{…}" for v in first.values)
+                # f"ch3_{key}_..." : keep the pattern readable
+                if isinstance(first, ast.JoinedStr):
+                    name = "".join(
+                        v.value if isinstance(v, ast.Constant) else "{…}"
+                        for v in first.values
+                    )
                 else:
                     name = ast.literal_eval(first)
-                kw = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg in ("low", "high")}
+                kw = {
+                    k.arg: ast.literal_eval(k.value)
+                    for k in node.keywords
+                    if k.arg in ("low", "high")
+                }
                 found.append((name, kw.get("low"), kw.get("high")))
     return found
 
@@ -100,9 +142,13 @@ def output_counts(nb) -> dict[str, int]:
     code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
     with_outputs = [c for c in code if c.outputs]
     ignored = [c for c in with_outputs if IGNORE in c.metadata.get("tags", [])]
-    return {"code cells": len(code), "with outputs": len(with_outputs),
-            "compared exactly": len(with_outputs) - len(ignored), "ignored": len(ignored),
-            "claims": len(claims_in(nb))}
+    return {
+        "code cells": len(code),
+        "with outputs": len(with_outputs),
+        "compared exactly": len(with_outputs) - len(ignored),
+        "ignored": len(ignored),
+        "claims": len(claims_in(nb)),
+    }
 
 
 def fmt(value) -> str:
@@ -114,24 +160,67 @@ def fmt(value) -> str:
 
 
 def report(folders: list[Path]) -> str:
-    notebooks = sorted(p for p in (ROOT / "chapters").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+    notebooks = sorted(
+        p
+        for p in (ROOT / "chapters").rglob("*.ipynb")
+        if ".ipynb_checkpoints" not in p.parts
+    )
     runs = sorted(p for folder in folders for p in folder.glob("*.ipynb"))
-    lines = ["# How the numbers are checked", "",
-             "Generated by `python tools/measure_spread.py report`; do not edit by hand.", "",
-             "Outputs that the code alone determines (data statistics, worked examples, shapes, printed",
-             "source, error messages) are compared exactly by nbval when the tests re-run a notebook.",
-             "Outputs of training and timing differ in their digits from machine to machine, so nbval",
-             "ignores them; instead, every claim the page makes about them is checked by a `claim(...)`",
-             "call in the notebook, against a range that covers the spread measured below. A few timing",
-             "claims are checked only on a CPU (the notebook's comment says why); their `cuda` columns",
-             "are shown for information and may lie outside the range.", "",
-             "## Outputs per notebook", "",
-             "| notebook | code cells | with outputs | compared exactly | ignored | claims asserted |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "# How the numbers are checked",
+        "",
+        "Generated by `python tools/measure_spread.py report`; do not edit by hand.",
+        "",
+        (
+            "Outputs that the code alone determines (data statistics, worked examples,"
+            " shapes, printed"
+        ),
+        (
+            "source, error messages) are compared exactly by nbval when the tests"
+            " re-run a notebook."
+        ),
+        (
+            "Outputs of training and timing differ in their digits from machine to"
+            " machine, so nbval"
+        ),
+        (
+            "ignores them; instead, every claim the page makes about them is checked by"
+            " a `claim(...)`"
+        ),
+        (
+            "call in the notebook, against a range that covers the spread measured"
+            " below. A few timing"
+        ),
+        (
+            "claims are checked only on a CPU (the notebook's comment says why); their"
+            " `cuda` columns"
+        ),
+        "are shown for information and may lie outside the range.",
+        "",
+        "## Outputs per notebook",
+        "",
+        (
+            "| notebook | code cells | with outputs | compared exactly | ignored |"
+            " claims asserted |"
+        ),
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for path in notebooks:
         counts = output_counts(nbformat.read(path, as_version=4))
-        lines.append(f"| {path.relative_to(ROOT / 'chapters')} | " + " | ".join(
-            str(counts[k]) for k in ("code cells", "with outputs", "compared exactly", "ignored", "claims")) + " |")
+        lines.append(
+            f"| {path.relative_to(ROOT / 'chapters')} | "
+            + " | ".join(
+                str(counts[k])
+                for k in (
+                    "code cells",
+                    "with outputs",
+                    "compared exactly",
+                    "ignored",
+                    "claims",
+                )
+            )
+            + " |"
+        )
     for path in notebooks:
         nb = nbformat.read(path, as_version=4)
         claims = claims_in(nb)
@@ -139,34 +228,76 @@ def report(folders: list[Path]) -> str:
             continue
         mine = [r for r in runs if r.name.startswith(path.stem + "__")]
         columns = ["committed"] + [r.stem.split("__", 1)[1] for r in mine]
-        values = [glued_values(nb)] + [glued_values(nbformat.read(r, as_version=4)) for r in mine]
-        lines += ["", f"## {path.relative_to(ROOT / 'chapters')}", "",
-                  "Runs: `committed` is the run whose outputs the site shows; the others are named "
-                  "device, threads (`t`) and seed (`s`).", "",
-                  "| claim | range | " + " | ".join(columns) + " | min | max |",
-                  "| --- | --- | " + " | ".join("---:" for _ in columns) + " | ---: | ---: |"]
+        values = [glued_values(nb)] + [
+            glued_values(nbformat.read(r, as_version=4)) for r in mine
+        ]
+        lines += [
+            "",
+            f"## {path.relative_to(ROOT / 'chapters')}",
+            "",
+            (
+                "Runs: `committed` is the run whose outputs the site shows; the others"
+                " are named device, threads (`t`) and seed (`s`)."
+            ),
+            "",
+            "| claim | range | " + " | ".join(columns) + " | min | max |",
+            "| --- | --- | " + " | ".join("---:" for _ in columns) + " | ---: | ---: |",
+        ]
         for name, low, high in claims:
             seen = [v.get(name) for v in values]
-            numeric = [v for v in seen if isinstance(v, (int, float)) and not isinstance(v, bool)]
+            numeric = [
+                v
+                for v in seen
+                if isinstance(v, (int, float)) and not isinstance(v, bool)
+            ]
             bounds = "holds" if low is None and high is None else \
                 f"{'' if low is None else low} … {'' if high is None else high}"
-            lines.append(f"| `{name}` | {bounds} | " + " | ".join("–" if v is None else fmt(v) for v in seen) +
-                         f" | {fmt(min(numeric)) if numeric else ''} | {fmt(max(numeric)) if numeric else ''} |")
-    timed = [(r, nbformat.read(r, as_version=4).metadata.get("papermill", {}).get("duration")) for r in runs]
+            lines.append(
+                f"| `{name}` | {bounds} | "
+                + " | ".join("–" if v is None else fmt(v) for v in seen)
+                + f" | {fmt(min(numeric)) if numeric else ''} |"
+                f" {fmt(max(numeric)) if numeric else ''} |"
+            )
+    timed = [
+        (
+            r,
+            nbformat.read(r, as_version=4)
+            .metadata.get("papermill", {})
+            .get("duration"),
+        )
+        for r in runs
+    ]
     if timed:
-        lines += ["", "## Execution time of each measured run", "",
-                  "Whole notebook, as papermill timed it (`cuda`: a GPU, as on Colab; `cpu`: threads `t`).", "",
-                  "| run | seconds |", "| --- | ---: |"]
-        lines += [f"| {r.stem} | {'–' if d is None else f'{d:.0f}'} |" for r, d in timed]
+        lines += [
+            "",
+            "## Execution time of each measured run",
+            "",
+            (
+                "Whole notebook, as papermill timed it (`cuda`: a GPU, as on Colab;"
+                " `cpu`: threads `t`)."
+            ),
+            "",
+            "| run | seconds |",
+            "| --- | ---: |",
+        ]
+        lines += [
+            f"| {r.stem} | {'–' if d is None else f'{d:.0f}'} |" for r, d in timed
+        ]
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="execute copies of notebooks under several thread counts and seeds")
+    run = sub.add_parser(
+        "run", help="execute copies of notebooks under several thread counts and seeds"
+    )
     run.add_argument("notebooks", nargs="+", type=Path)
-    run.add_argument("--variant", action="append", default=[], help="threads=N,seed=N (repeatable)")
+    run.add_argument(
+        "--variant", action="append", default=[], help="threads=N,seed=N (repeatable)"
+    )
     run.add_argument("--out", type=Path, required=True)
     run.add_argument("--jobs", type=int, default=1)
     run.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -176,9 +307,20 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command == "run":
         args.out.mkdir(parents=True, exist_ok=True)
-        jobs = [(nb.resolve(), parse_variant(v)) for nb in args.notebooks for v in (args.variant or ["threads=2"])]
+        jobs = [
+            (nb.resolve(), parse_variant(v))
+            for nb in args.notebooks
+            for v in args.variant or ["threads=2"]
+        ]
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-            results = list(pool.map(lambda job: run_one(job[0], job[1], args.out.resolve(), args.device), jobs))
+            results = list(
+                pool.map(
+                    lambda job: run_one(
+                        job[0], job[1], args.out.resolve(), args.device
+                    ),
+                    jobs,
+                )
+            )
         print("\n".join(results))
         return 0 if all(r.endswith(": ok") for r in results) else 1
     text = report(args.folders)

@@ -1,13 +1,35 @@
-"""Instant checkers for the book's exercises: each says *what* is wrong, not just "failed".
+"""Instant checkers for the book's exercises: each says *what* is wrong, not just
+"failed".
 
-A checker takes the reader's function (or value), runs it on cases chosen to expose the typical
-mistakes, and returns a :class:`Feedback` that is truthy when the answer is right and shows a
-short, specific message in Jupyter.
+A checker takes the reader's function (or value), runs it on cases chosen to expose the
+typical mistakes, and returns a :class:`Feedback` that is truthy when the answer is
+right and shows a short, specific message in Jupyter.
 
 Taught in the exercise sections of each chapter.
 """
 from ._feedback import Feedback
-from .attention import (check_additive_scores, check_masked_softmax, check_nadaraya_watson,
-                        check_scaled_dot_product_attention, check_why_not_stack)
-from .bahdanau import check_best_hypothesis, check_context, check_decoder_step, check_gru_update, check_stock_gru
-from .seq2seq import check_bleu, check_preprocess, check_teacher_forcing_input, check_truncate_pad
+from .attention import (
+    check_additive_scores,
+    check_dot_product_variance,
+    check_kernel_as_dot_product,
+    check_masked_softmax,
+    check_nadaraya_watson,
+    check_scaled_dot_product_attention,
+    check_temperature_limits,
+    check_why_not_stack,
+)
+from .bahdanau import (
+    check_best_hypothesis,
+    check_context,
+    check_decoder_step,
+    check_gru_update,
+    check_stock_gru,
+    check_why_nearly_uniform,
+)
+from .seq2seq import (
+    check_bleu,
+    check_num_parameters,
+    check_preprocess,
+    check_teacher_forcing_input,
+    check_truncate_pad,
+)

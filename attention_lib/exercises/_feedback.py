@@ -1,11 +1,13 @@
-"""The result every checker returns, and the one place where a reader's answer is run and read.
+"""The result every checker returns, and the one place where a reader's answer is run
+and read.
 
-Every checker follows the same pattern: :func:`run_safely` calls the reader's function (an exception
-becomes feedback), a ``read_*`` helper turns whatever came back into the kind of value the exercise
-asks for (a tensor, a number, an index, a string; lists, tuples, NumPy arrays and tensors of any
-float dtype are all fine) or into feedback naming what came back instead, and :func:`close`
-compares with a tolerance that suits the dtype. The :func:`checker` decorator is the last guard: if
-checking still fails on an answer nobody foresaw, the reader gets feedback, not a traceback.
+Every checker follows the same pattern: :func:`run_safely` calls the reader's function
+(an exception becomes feedback), a ``read_*`` helper turns whatever came back into the
+kind of value the exercise asks for (a tensor, a number, an index, a string; lists,
+tuples, NumPy arrays and tensors of any float dtype are all fine) or into feedback
+naming what came back instead, and :func:`close` compares with a tolerance that suits
+the dtype. The :func:`checker` decorator is the last guard: if checking still fails on
+an answer nobody foresaw, the reader gets feedback, not a traceback.
 """
 from __future__ import annotations
 
@@ -20,11 +22,27 @@ from torch import Tensor
 from .._checks import describe
 
 
+# The markers: check mark and ballot X from Dingbats, which ordinary text fonts (DejaVu,
+# Segoe UI Symbol, Apple's system fonts) draw; emoji such as ✅ need an emoji font, and
+# show as empty boxes without one.
+PASS_MARK, FAIL_MARK = "\u2713", "\u2717"  # ✓, ✗
+# (colour of the box's left border, background) per state: passed, wrong, not tried yet
+_STYLES = {
+    "passed": ("#1a7f37", "rgba(26, 127, 55, 0.08)"),
+    "wrong": ("#cf222e", "rgba(207, 34, 46, 0.08)"),
+    "todo": ("#6e7781", "rgba(110, 119, 129, 0.08)"),
+}
+
+
 @dataclass(frozen=True)
 class Feedback:
-    """A checker's verdict: ``passed`` plus a message saying what is right or what is wrong.
+    """A checker's verdict: ``passed`` plus a message saying what is right or what is
+    wrong.
 
     Truthy when passed; shows as text in a terminal and as a coloured box in Jupyter.
+    ``todo`` marks the state before the reader has tried (the starter code still
+    raises ``NotImplementedError``): not passed, but shown as a neutral note, "Your
+    turn: ...", not as an error.
 
     Shapes:
         none
@@ -32,19 +50,34 @@ class Feedback:
 
     passed: bool
     message: str
+    todo: bool = False
 
     def __bool__(self) -> bool:
         return self.passed
 
+    @property
+    def state(self) -> str:
+        return "passed" if self.passed else "todo" if self.todo else "wrong"
+
     def __str__(self) -> str:
-        return ("✅ " if self.passed else "❌ ") + self.message
+        marker = {"passed": PASS_MARK + " ", "wrong": FAIL_MARK + " ", "todo": ""}
+        return marker[self.state] + self.message
 
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        colour = "#1a7f37" if self.passed else "#cf222e"
-        return (f'<div style="border-left:4px solid {colour};padding:4px 10px">'
-                f"{html.escape(str(self))}</div>")
+        border, background = _STYLES[self.state]
+        marker = {"passed": PASS_MARK, "wrong": FAIL_MARK, "todo": ""}[self.state]
+        shown = (
+            f'<span style="color:{border};font-weight:bold">{marker}</span> '
+            if marker
+            else ""
+        )
+        return (
+            f'<div class="feedback feedback-{self.state}" style="border-left:4px solid'
+            f' {border};background:{background};padding:4px 10px">'
+            f"{shown}{html.escape(self.message)}</div>"
+        )
 
     @classmethod
     def ok(cls, message: str = "Correct!") -> "Feedback":
@@ -54,51 +87,71 @@ class Feedback:
     def wrong(cls, message: str) -> "Feedback":
         return cls(False, message)
 
+    @classmethod
+    def your_turn(cls, message: str) -> "Feedback":
+        """Nothing to check yet: the reader has not written an answer."""
+        return cls(False, "Your turn: " + message, todo=True)
+
 
 def checker(check):
-    """Decorate every ``check_*`` with this: an exception while checking becomes feedback, never a traceback.
+    """Decorate every ``check_*`` with this: an exception while checking becomes
+    feedback, never a traceback.
 
-    The ``read_*`` helpers catch the answers one can foresee (None, a string, a wrong shape); this
-    catches the rest, e.g. an object that breaks halfway through a comparison.
+    The ``read_*`` helpers catch the answers one can foresee (None, a string, a wrong
+    shape); this catches the rest, e.g. an object that breaks halfway through a
+    comparison.
     """
     @functools.wraps(check)
     def guarded(*args, **kwargs) -> Feedback:
         try:
             return check(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001 - any failure on an odd answer becomes feedback
-            return Feedback.wrong(f"Your answer could not be checked ({type(exc).__name__}: {exc}). Make sure "
-                                  "your function returns what the exercise asks for, in the shape it gives.")
+        # noqa: BLE001 - any failure on an odd answer becomes feedback
+        except Exception as exc:
+            return Feedback.wrong(
+                f"Your answer could not be checked ({type(exc).__name__}: {exc}). Make"
+                " sure your function returns what the exercise asks for, in the shape"
+                " it gives."
+            )
     return guarded
 
 
 def run_safely(fn, *args):
-    """Call the reader's function; turn an exception into a Feedback instead of a traceback.
+    """Call the reader's function; turn an exception into a Feedback instead of a
+    traceback.
 
-    Returns ``(result, None)`` or ``(None, feedback)``. Test ``error is not None``, not ``if error``:
-    a failed :class:`Feedback` is falsy.
+    Returns ``(result, None)`` or ``(None, feedback)``. Test ``error is not None``, not
+    ``if error``: a failed :class:`Feedback` is falsy.
     """
     if not callable(fn):
-        return None, Feedback.wrong(f"Pass your function itself (e.g. check(my_function)), got {describe(fn)}.")
+        return None, Feedback.wrong(
+            f"Pass your function itself (e.g. check(my_function)), got {describe(fn)}."
+        )
     try:
         return fn(*args), None
     except NotImplementedError:
-        return None, Feedback.wrong("Not implemented yet: replace the `raise NotImplementedError` with your code.")
-    except Exception as exc:  # noqa: BLE001 - any error in the reader's code becomes feedback
+        return None, Feedback.your_turn(
+            "replace the `raise NotImplementedError` with your code, then run this"
+            " cell again."
+        )
+    # noqa: BLE001 - any error in the reader's code becomes feedback
+    except Exception as exc:
         return None, Feedback.wrong(f"Your function raised {type(exc).__name__}: {exc}")
 
 
-# --------------------------------------------------------------------------- reading the answer
+# --------------------------------------------------------------------------- reading
+# the answer
 
 
 def read_tensor(got, what: str, shape=None) -> tuple[Tensor | None, Feedback | None]:
     """The reader's answer as a CPU tensor, or the feedback saying why it is not one.
 
-    Tensors of any device and dtype, NumPy arrays and scalars, (nested) lists and tuples of numbers or
-    of tensors are all read; None, strings and other objects are named. With ``shape``, a tensor of
-    another shape is named too.
+    Tensors of any device and dtype, NumPy arrays and scalars, (nested) lists and tuples
+    of numbers or of tensors are all read; None, strings and other objects are named.
+    With ``shape``, a tensor of another shape is named too.
 
     Shapes:
-        got: anything; returns: a tensor (of ``shape`` when given) or None, and None or a Feedback
+        got: anything; returns: a tensor (of ``shape`` when given) or None, and None or
+            a Feedback
     """
     if got is None:
         return None, Feedback.wrong(f"Your function returned None: return the {what}.")
@@ -107,35 +160,50 @@ def read_tensor(got, what: str, shape=None) -> tuple[Tensor | None, Feedback | N
     else:
         tensor = _numbers_to_tensor(got)
         if tensor is None:
-            return None, Feedback.wrong(f"Your function returned {describe(got)}: return the {what} as a "
-                                        "torch.Tensor (a NumPy array or a list of numbers is fine too).")
+            return None, Feedback.wrong(
+                f"Your function returned {describe(got)}: return the {what} as a "
+                "torch.Tensor (a NumPy array or a list of numbers is fine too)."
+            )
     if tensor.is_complex():
-        return None, Feedback.wrong(f"Your {what} are complex numbers ({tensor.dtype}): return real numbers.")
+        return None, Feedback.wrong(
+            f"Your {what} are complex numbers ({tensor.dtype}): return real numbers."
+        )
     if shape is not None and tensor.shape != tuple(shape):
-        return None, Feedback.wrong(f"The {what} should have shape {tuple(shape)}, yours has shape "
-                                    f"{tuple(tensor.shape)}.")
+        return None, Feedback.wrong(
+            f"The {what} should have shape {tuple(shape)}, yours has shape "
+            f"{tuple(tensor.shape)}."
+        )
     return tensor, None
 
 
 def _numbers_to_tensor(value) -> Tensor | None:
-    """NumPy arrays and scalars, Python numbers and (nested) sequences of them or of tensors; else None."""
+    """NumPy arrays and scalars, Python numbers and (nested) sequences of them or of
+    tensors; else None."""
     if isinstance(value, (str, bytes, dict, set)):
         return None
     try:
-        if isinstance(value, (list, tuple)) and value and all(isinstance(v, Tensor) for v in value):
+        if (
+            isinstance(value, (list, tuple))
+            and value
+            and all(isinstance(v, Tensor) for v in value)
+        ):
             return torch.stack([v.detach().cpu() for v in value])
         array = np.asarray(value)
     except (TypeError, ValueError, RuntimeError):
         return None
     if array.dtype.kind not in "biuf":
         return None  # strings, objects, ragged lists
-    if array.dtype.kind == "u" or (array.dtype.kind == "f" and array.dtype.itemsize > 8):
-        array = array.astype(np.int64 if array.dtype.kind == "u" else np.float64)  # types torch lacks
+    if array.dtype.kind == "u" or (
+        array.dtype.kind == "f" and array.dtype.itemsize > 8
+    ):
+        # types torch lacks
+        array = array.astype(np.int64 if array.dtype.kind == "u" else np.float64)
     return torch.from_numpy(np.array(array))  # a copy: contiguous, writable, our own
 
 
 def read_number(got, what: str) -> tuple[Tensor | None, Feedback | None]:
-    """One real number (Python or NumPy scalar, or a one-element tensor/array/list) as a 0-d tensor.
+    """One real number (Python or NumPy scalar, or a one-element tensor/array/list) as a
+    0-d tensor.
 
     The tensor keeps the answer's dtype, so :func:`close` allows float16 its rounding.
 
@@ -147,22 +215,35 @@ def read_number(got, what: str) -> tuple[Tensor | None, Feedback | None]:
     if isinstance(got, (bool, np.bool_)):
         tensor = None
     else:
-        tensor = got.detach().cpu() if isinstance(got, Tensor) else _numbers_to_tensor(got)
-    if tensor is None or tensor.numel() != 1 or tensor.dtype == torch.bool or tensor.is_complex():
-        return None, Feedback.wrong(f"Return the {what} as one number, got {describe(got)}.")
+        tensor = (
+            got.detach().cpu() if isinstance(got, Tensor) else _numbers_to_tensor(got)
+        )
+    if (
+        tensor is None
+        or tensor.numel() != 1
+        or tensor.dtype == torch.bool
+        or tensor.is_complex()
+    ):
+        return None, Feedback.wrong(
+            f"Return the {what} as one number, got {describe(got)}."
+        )
     return tensor.reshape(()), None
 
 
 def read_index(got, what: str) -> tuple[int | None, Feedback | None]:
-    """An index: a Python or NumPy integer, or a one-element integer tensor/array, as an int.
+    """An index: a Python or NumPy integer, or a one-element integer tensor/array, as an
+    int.
 
-    A float (even 2.0) or a bool is not an index (``hypotheses[2.0]`` fails), and is named.
+    A float (even 2.0) or a bool is not an index (``hypotheses[2.0]`` fails), and is
+    named.
 
     Shapes:
         returns: an int or None, and None or a Feedback
     """
     value = got
-    if (isinstance(value, np.ndarray) and value.size == 1) or (isinstance(value, Tensor) and value.numel() == 1):
+    if (isinstance(value, np.ndarray) and value.size == 1) or (
+        isinstance(value, Tensor) and value.numel() == 1
+    ):
         value = value.reshape(()).tolist()  # a Python int, float or bool
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         return int(value), None
@@ -170,9 +251,11 @@ def read_index(got, what: str) -> tuple[int | None, Feedback | None]:
 
 
 def read_tokens(got, what: str, dim: int) -> tuple[Tensor | None, Feedback | None]:
-    """Token indices with ``dim`` dimensions (a list, tuple, NumPy array or tensor) as a long tensor.
+    """Token indices with ``dim`` dimensions (a list, tuple, NumPy array or tensor) as a
+    long tensor.
 
-    Whole numbers stored as floats (``[5.0, 6.0]``) are read as the indices they are; 5.5 is named.
+    Whole numbers stored as floats (``[5.0, 6.0]``) are read as the indices they are;
+    5.5 is named.
 
     Shapes:
         returns: a long tensor with ``dim`` dimensions or None, and None or a Feedback
@@ -181,11 +264,15 @@ def read_tokens(got, what: str, dim: int) -> tuple[Tensor | None, Feedback | Non
     if error is not None:
         return None, error
     if tensor.dim() != dim:
-        return None, Feedback.wrong(f"Return the {what} with {dim} dimension{'s' * (dim > 1)}, got "
-                                    f"{describe(got)}.")
+        return None, Feedback.wrong(
+            f"Return the {what} with {dim} dimension{'s' * (dim > 1)}, got "
+            f"{describe(got)}."
+        )
     if tensor.dtype.is_floating_point and not bool((tensor == tensor.round()).all()):
-        return None, Feedback.wrong(f"Token indices are whole numbers; your {what} hold "
-                                    f"{tensor[tensor != tensor.round()][:3].tolist()}.")
+        return None, Feedback.wrong(
+            f"Token indices are whole numbers; your {what} hold "
+            f"{tensor[tensor != tensor.round()][:3].tolist()}."
+        )
     return tensor.long(), None
 
 
@@ -199,11 +286,16 @@ def read_text(got, what: str) -> tuple[str | None, Feedback | None]:
         return str(got), None
     if got is None:
         return None, Feedback.wrong(f"Your function returned None: return the {what}.")
-    return None, Feedback.wrong(f"Your function returned {describe(got)}: return the {what} as a str.")
+    return None, Feedback.wrong(
+        f"Your function returned {describe(got)}: return the {what} as a str."
+    )
 
 
-def read_tensors(got, names: tuple[str, ...], shapes=None) -> tuple[list[Tensor] | None, Feedback | None]:
-    """A tuple (or list) of tensors, such as ``(context, attn_weights)``, each read by :func:`read_tensor`.
+def read_tensors(
+    got, names: tuple[str, ...], shapes=None
+) -> tuple[list[Tensor] | None, Feedback | None]:
+    """A tuple (or list) of tensors, such as ``(context, attn_weights)``, each read by
+    :func:`read_tensor`.
 
     Shapes:
         returns: a list of len(names) tensors or None, and None or a Feedback
@@ -223,29 +315,37 @@ def read_tensors(got, names: tuple[str, ...], shapes=None) -> tuple[list[Tensor]
 # --------------------------------------------------------------------------- comparing
 
 
-_TOLERANCES = {  # (atol, rtol) by dtype: float16 keeps about 3 decimal digits, bfloat16 about 2
+# (atol, rtol) by dtype: float16 keeps about 3 decimal digits, bfloat16 about 2
+_TOLERANCES = {
     torch.float64: (1e-7, 1e-6), torch.float32: (1e-5, 1e-4),
     torch.float16: (1e-2, 1e-2), torch.bfloat16: (5e-2, 5e-2),
 }
 
 
 def tolerance(*tensors: Tensor) -> tuple[float, float]:
-    """``(atol, rtol)`` for comparing these tensors: that of the least precise floating dtype among them.
+    """``(atol, rtol)`` for comparing these tensors: that of the least precise floating
+    dtype among them.
 
     Shapes:
         tensors: any; returns: two floats
     """
-    floats = [_TOLERANCES.get(t.dtype, _TOLERANCES[torch.float32]) for t in tensors if t.dtype.is_floating_point]
+    floats = [
+        _TOLERANCES.get(t.dtype, _TOLERANCES[torch.float32])
+        for t in tensors
+        if t.dtype.is_floating_point
+    ]
     if not floats:
         return 0.0, 0.0  # integers are compared exactly
     return max(f[0] for f in floats), max(f[1] for f in floats)
 
 
 def close(got, expected: Tensor) -> bool:
-    """True if ``got`` is a tensor of ``expected``'s shape and the same values up to the dtype's rounding.
+    """True if ``got`` is a tensor of ``expected``'s shape and the same values up to the
+    dtype's rounding.
 
-    Compared in float64, with the tolerance of the less precise of the two dtypes (:func:`tolerance`),
-    so a reader's float64, float32 or float16 answer is judged on its values alone.
+    Compared in float64, with the tolerance of the less precise of the two dtypes
+    (:func:`tolerance`), so a reader's float64, float32 or float16 answer is judged on
+    its values alone.
 
     Shapes:
         got, expected: the same shape; returns: bool
@@ -253,4 +353,11 @@ def close(got, expected: Tensor) -> bool:
     if not isinstance(got, Tensor) or got.shape != expected.shape or got.is_complex():
         return False
     atol, rtol = tolerance(got, expected)
-    return bool(torch.allclose(got.detach().cpu().double(), expected.detach().cpu().double(), atol=atol, rtol=rtol))
+    return bool(
+        torch.allclose(
+            got.detach().cpu().double(),
+            expected.detach().cpu().double(),
+            atol=atol,
+            rtol=rtol,
+        )
+    )

@@ -1,8 +1,9 @@
 """Checkers for chapter 2's exercises (attention as weighted averaging).
 
-Each checker runs the reader's function on small cases, compares it with the library, and when
-the answer is wrong, recomputes the typical mistakes (softmax over the wrong axis, the mask
-applied after the softmax, a missing 1/√E scale, padding given weight, ...) to name the one made.
+Each checker runs the reader's function on small cases, compares it with the library,
+and when the answer is wrong, recomputes the typical mistakes (softmax over the wrong
+axis, the mask applied after the softmax, a missing 1/√D scale, padding given weight,
+...) to name the one made.
 
 Taught in ``chapters/02_attention/`` (one exercise or more per section).
 """
@@ -15,16 +16,41 @@ from torch import Tensor
 
 from ..attention import scaled_dot_product_attention
 from ..masking import masked_softmax, valid_lens_to_mask
-from ._feedback import Feedback, checker, close, read_tensor, run_safely, tolerance
+from ._feedback import (
+    Feedback,
+    checker,
+    close,
+    read_number,
+    read_tensor,
+    read_tensors,
+    run_safely,
+    tolerance,
+)
 
-__all__ = ["check_nadaraya_watson", "check_masked_softmax", "check_scaled_dot_product_attention",
-           "check_additive_scores", "check_why_not_stack"]
+__all__ = [
+    "check_nadaraya_watson",
+    "check_masked_softmax",
+    "check_scaled_dot_product_attention",
+    "check_dot_product_variance",
+    "check_kernel_as_dot_product",
+    "check_additive_scores",
+    "check_why_not_stack",
+    "check_temperature_limits",
+]
 
 
-# --- 01: attention pooling as kernel regression ------------------------------------------------------
+# --- 01: attention pooling as kernel regression ---------------------------------------
 
-def _nadaraya_watson(x_query: Tensor, x_train: Tensor, y_train: Tensor, bandwidth: float,
-                     sign: float = -1.0, power: int = 2, dim: int = 1, normalise: bool = True) -> Tensor:
+def _nadaraya_watson(
+    x_query: Tensor,
+    x_train: Tensor,
+    y_train: Tensor,
+    bandwidth: float,
+    sign: float = -1.0,
+    power: int = 2,
+    dim: int = 1,
+    normalise: bool = True,
+) -> Tensor:
     distances = x_query[:, None] - x_train[None, :]  # (n, m)
     attn_scores = sign * distances ** 2 / (2 * bandwidth ** power)
     if normalise:
@@ -36,10 +62,12 @@ def _nadaraya_watson(x_query: Tensor, x_train: Tensor, y_train: Tensor, bandwidt
 
 @checker
 def check_nadaraya_watson(fn) -> Feedback:
-    """Check ``fn(x_query, x_train, y_train, bandwidth) -> predictions`` (Gaussian-kernel regression).
+    """Check ``fn(x_query, x_train, y_train, bandwidth) -> predictions``
+    (Gaussian-kernel regression).
 
-    The prediction at x is Σ_i softmax_i(-(x - x_i)² / (2σ²)) · y_i, with σ the bandwidth. Three
-    bandwidths and two data sets of different sizes, so an answer that fixes σ or a size is caught.
+    The prediction at x is Σ_i softmax_i(-(x - x_i)² / (2σ²)) · y_i, with σ the
+    bandwidth. Three bandwidths and two data sets of different sizes, so an answer that
+    fixes σ or a size is caught.
 
     Shapes:
         fn: ((n,), (m,), (m,), float) -> (n,) (a tensor, NumPy array or list)
@@ -49,10 +77,20 @@ def check_nadaraya_watson(fn) -> Feedback:
     y_train = (2 * torch.sin(x_train) + x_train).double()
     x_query = torch.linspace(0, 5, 7, dtype=torch.float64)
     other_train = torch.sort(torch.rand(9, generator=gen) * 3).values.double()
-    cases = [(x_query, x_train, y_train, 1.0), (x_query, x_train, y_train, 0.5),
-             (torch.linspace(-0.5, 3.5, 4, dtype=torch.float64), other_train, torch.cos(2 * other_train), 2.0)]
+    cases = [
+        (x_query, x_train, y_train, 1.0),
+        (x_query, x_train, y_train, 0.5),
+        (
+            torch.linspace(-0.5, 3.5, 4, dtype=torch.float64),
+            other_train,
+            torch.cos(2 * other_train),
+            2.0,
+        ),
+    ]
     for x_query, x_train, y_train, bandwidth in cases:
-        got, error = run_safely(fn, x_query.clone(), x_train.clone(), y_train.clone(), bandwidth)
+        got, error = run_safely(
+            fn, x_query.clone(), x_train.clone(), y_train.clone(), bandwidth
+        )
         if error is not None:
             return error
         expected = _nadaraya_watson(x_query, x_train, y_train, bandwidth)
@@ -62,106 +100,208 @@ def check_nadaraya_watson(fn) -> Feedback:
         if close(got, expected):
             continue
         if close(got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, dim=0)):
-            return Feedback.wrong("Wrong axis for the softmax: your weights sum to 1 over the queries (dim=0). "
-                                  "Each query's weights must sum to 1 over the training points: softmax(..., dim=1).")
+            return Feedback.wrong(
+                "Wrong axis for the softmax: your weights sum to 1 over the queries"
+                " (dim=0). Each query's weights must sum to 1 over the training points:"
+                " softmax(..., dim=1)."
+            )
         if close(got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, sign=1.0)):
-            return Feedback.wrong("The score must be *minus* the squared distance: nearby training points should get "
-                                  "the largest weights, and yours give them the smallest.")
-        if close(got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, normalise=False)):
-            return Feedback.wrong("Your weights do not sum to 1: normalise the kernel values (a softmax over the "
-                                  "training points does it), so the prediction is a weighted *average*.")
-        if bandwidth != 1.0 and (close(got, _nadaraya_watson(x_query, x_train, y_train, 1.0))
-                                 or close(got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, power=1))):
-            return Feedback.wrong(f"With bandwidth σ={bandwidth} your result is off: divide the squared distance by "
-                                  "2σ² (σ squared), not by 2 or by 2σ.")
-        if any(close(got, _nadaraya_watson(x_query, x_train, y_train, fixed)) for fixed in (1.0, 0.5, 2.0)):
-            return Feedback.wrong(f"With bandwidth σ={bandwidth} your result is that of another σ: use the "
-                                  "`bandwidth` argument, not a fixed number.")
-        return Feedback.wrong(f"With bandwidth {bandwidth}: expected {expected[:3].tolist()} … for the first queries, "
-                              f"got {got[:3].tolist()} …")
-    return Feedback.ok("Correct: a Gaussian kernel turned into weights by a softmax over the training points.")
+            return Feedback.wrong(
+                "The score must be *minus* the squared distance: nearby training points"
+                " should get the largest weights, and yours give them the smallest."
+            )
+        if close(
+            got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, normalise=False)
+        ):
+            return Feedback.wrong(
+                "Your weights do not sum to 1: normalise the kernel values (a softmax"
+                " over the training points does it), so the prediction is a weighted"
+                " *average*."
+            )
+        if bandwidth != 1.0 and (
+            close(got, _nadaraya_watson(x_query, x_train, y_train, 1.0))
+            or close(
+                got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, power=1)
+            )
+        ):
+            return Feedback.wrong(
+                f"With bandwidth σ={bandwidth} your result is off: divide the squared"
+                " distance by 2σ² (σ squared), not by 2 or by 2σ."
+            )
+        if any(
+            close(got, _nadaraya_watson(x_query, x_train, y_train, fixed))
+            for fixed in (1.0, 0.5, 2.0)
+        ):
+            return Feedback.wrong(
+                f"With bandwidth σ={bandwidth} your result is that of another σ: use"
+                " the `bandwidth` argument, not a fixed number."
+            )
+        return Feedback.wrong(
+            f"With bandwidth {bandwidth}: expected {expected[:3].tolist()} … for the"
+            f" first queries, got {got[:3].tolist()} …"
+        )
+    return Feedback.ok(
+        "Correct: a Gaussian kernel turned into weights by a softmax over the training"
+        " points."
+    )
 
 
-# --- 02: masked softmax ------------------------------------------------------------------------------
+# --- 02: masked softmax ---------------------------------------------------------------
 
 @checker
 def check_masked_softmax(fn) -> Feedback:
-    """Check ``fn(attn_scores, valid_lens) -> attn_weights``, a softmax over the keys that ignores padding.
+    """Check ``fn(attn_scores, valid_lens) -> attn_weights``, a softmax over the keys
+    that ignores padding.
 
-    Keys at positions ``>= valid_lens[b]`` get weight 0; a query with no valid key gets all zeros.
+    Keys at positions ``>= valid_lens[b]`` get weight 0; a query with no valid key gets
+    all zeros.
 
     Shapes:
-        fn: ((B, Lq, Lk) float, (B,) int) -> (B, Lq, Lk) (a tensor of any float dtype, NumPy array or list)
+        fn: ((B, Lq, Lk) float, (B,) int) -> (B, Lq, Lk) (a tensor of any float dtype,
+            NumPy array or list)
     """
     gen = torch.Generator().manual_seed(0)
     cases = [
-        ("three queries, padded keys", torch.randn(2, 3, 5, generator=gen), torch.tensor([2, 4])),
-        ("a sentence with no valid key", torch.randn(2, 2, 4, generator=gen), torch.tensor([0, 3])),
-        ("float16 scores as large as 1e4", (torch.randn(2, 2, 4, generator=gen) * 1e4).half(), torch.tensor([1, 4])),
-        ("three sentences, one query each", torch.randn(3, 1, 6, generator=gen).double(), torch.tensor([6, 1, 3])),
+        (
+            "three queries, padded keys",
+            torch.randn(2, 3, 5, generator=gen),
+            torch.tensor([2, 4]),
+        ),
+        (
+            "a sentence with no valid key",
+            torch.randn(2, 2, 4, generator=gen),
+            torch.tensor([0, 3]),
+        ),
+        (
+            "float16 scores as large as 1e4",
+            (torch.randn(2, 2, 4, generator=gen) * 1e4).half(),
+            torch.tensor([1, 4]),
+        ),
+        (
+            "three sentences, one query each",
+            torch.randn(3, 1, 6, generator=gen).double(),
+            torch.tensor([6, 1, 3]),
+        ),
     ]
     for name, scores, valid_lens in cases:
         got, error = run_safely(fn, scores.clone(), valid_lens.clone())
-        if error is not None and scores.dtype == torch.float16 and "Not implemented" not in error.message:
-            return Feedback.wrong(f"Case '{name}': {error.message}. Float16 only reaches ±65504, so a fill value "
-                                  "like -1e9 does not fit: use torch.finfo(attn_scores.dtype).min.")
+        if (
+            error is not None
+            and scores.dtype == torch.float16
+            and not error.todo
+        ):
+            return Feedback.wrong(
+                f"Case '{name}': {error.message}. Float16 only reaches ±65504, so a"
+                " fill value like -1e9 does not fit: use"
+                " torch.finfo(attn_scores.dtype).min."
+            )
         if error is not None:
             return error
         expected = masked_softmax(scores, valid_lens)
-        got, error = read_tensor(got, "attention weights (same shape as the scores)", expected.shape)
+        got, error = read_tensor(
+            got, "attention weights (same shape as the scores)", expected.shape
+        )
         if error is not None:
             return error
         if close(got, expected):
             continue
-        allowed = valid_lens_to_mask(valid_lens, scores.shape[-1])[:, None, :].expand_as(scores)  # (B, Lq, Lk)
+        allowed = valid_lens_to_mask(valid_lens, scores.shape[-1])[
+            :, None, :
+        ].expand_as(
+            scores
+        )  # (B, Lq, Lk)
         empty_rows = ~allowed.any(-1)  # (B, Lq)
         if torch.isnan(got).any():
-            if torch.isnan(got[empty_rows]).any() and not torch.isnan(got[~empty_rows]).any():
-                return Feedback.wrong(f"Case '{name}': NaN for a query with no valid key. Filling with -inf makes the "
-                                      "softmax 0/0 there; fill with torch.finfo(dtype).min and set the weights of "
-                                      "masked keys to 0 after the softmax.")
-            return Feedback.wrong(f"Case '{name}': your weights contain NaN. In float16 a fill value like -1e9 "
-                                  "overflows to -inf: use torch.finfo(attn_scores.dtype).min.")
+            if (
+                torch.isnan(got[empty_rows]).any()
+                and not torch.isnan(got[~empty_rows]).any()
+            ):
+                return Feedback.wrong(
+                    f"Case '{name}': NaN for a query with no valid key. Filling with"
+                    " -inf makes the softmax 0/0 there; fill with"
+                    " torch.finfo(dtype).min and set the weights of masked keys to 0"
+                    " after the softmax."
+                )
+            return Feedback.wrong(
+                f"Case '{name}': your weights contain NaN. In float16 a fill value like"
+                " -1e9 overflows to -inf: use torch.finfo(attn_scores.dtype).min."
+            )
         if close(got, torch.softmax(scores.double(), dim=-1) * allowed):
-            return Feedback.wrong(f"Case '{name}': the mask is applied after the softmax. Zeroing weights afterwards "
-                                  "leaves rows that no longer sum to 1; mask the *scores* (a very negative fill) "
-                                  "before the softmax.")
-        column_sums = got.double().sum(dim=1)  # (B, Lk): 1 at valid keys if the softmax ran over the queries
+            return Feedback.wrong(
+                f"Case '{name}': the mask is applied after the softmax. Zeroing weights"
+                " afterwards leaves rows that no longer sum to 1; mask the *scores* (a"
+                " very negative fill) before the softmax."
+            )
+        # (B, Lk): 1 at valid keys if the softmax ran over the queries
+        column_sums = got.double().sum(dim=1)
         row_sums = got.double().sum(dim=-1)[~empty_rows]
         valid_columns = allowed[:, 0, :]  # (B, Lk)
-        if scores.shape[1] > 1 and close(column_sums[valid_columns].to(got.dtype), torch.ones_like(
-                column_sums[valid_columns])) and not close(row_sums.to(got.dtype), torch.ones_like(row_sums)):
-            return Feedback.wrong(f"Case '{name}': wrong axis for the softmax. Your weights sum to 1 over the "
-                                  "queries (dim=1); each query's weights must sum to 1 over the keys: dim=-1.")
-        if empty_rows.any() and close(got[empty_rows], torch.full_like(got[empty_rows].double(),
-                                                                       1 / scores.shape[-1])):
-            return Feedback.wrong(f"Case '{name}': a query with no valid key got uniform weights 1/Lk (that is what "
-                                  "a -1e6 fill does); the library's convention is all zeros there.")
+        if (
+            scores.shape[1] > 1
+            and close(
+                column_sums[valid_columns].to(got.dtype),
+                torch.ones_like(column_sums[valid_columns]),
+            )
+            and not close(row_sums.to(got.dtype), torch.ones_like(row_sums))
+        ):
+            return Feedback.wrong(
+                f"Case '{name}': wrong axis for the softmax. Your weights sum to 1 over"
+                " the queries (dim=1); each query's weights must sum to 1 over the"
+                " keys: dim=-1."
+            )
+        if empty_rows.any() and close(
+            got[empty_rows],
+            torch.full_like(got[empty_rows].double(), 1 / scores.shape[-1]),
+        ):
+            return Feedback.wrong(
+                f"Case '{name}': a query with no valid key got uniform weights 1/Lk"
+                " (that is what a -1e6 fill does); the library's convention is all"
+                " zeros there."
+            )
         if (~allowed).any() and got[~allowed].abs().max() > tolerance(got)[0]:
-            return Feedback.wrong(f"Case '{name}': padding positions are given weight (valid_lens={valid_lens.tolist()}). "
-                                  "Keys at positions >= valid_len must get weight exactly 0.")
-        return Feedback.wrong(f"Case '{name}': your weights differ from the expected ones, e.g. row 0 of example 0 "
-                              f"is {got[0, 0].double().tolist()}, expected {expected[0, 0].double().tolist()}.")
-    return Feedback.ok("Correct: padding gets zero weight, rows sum to 1 over valid keys, empty rows are zero, "
-                       "and float16 is safe.")
+            return Feedback.wrong(
+                f"Case '{name}': padding positions are given weight"
+                f" (valid_lens={valid_lens.tolist()}). Keys at positions >= valid_len"
+                " must get weight exactly 0."
+            )
+        return Feedback.wrong(
+            f"Case '{name}': your weights differ from the expected ones, e.g. row 0 of"
+            f" example 0 is {got[0, 0].double().tolist()}, expected"
+            f" {expected[0, 0].double().tolist()}."
+        )
+    return Feedback.ok(
+        "Correct: padding gets zero weight, rows sum to 1 over valid keys, empty rows"
+        " are zero, and float16 is safe."
+    )
 
 
-# --- 03: scoring functions ---------------------------------------------------------------------------
+# --- 03: scoring functions ------------------------------------------------------------
 
 @checker
 def check_scaled_dot_product_attention(fn) -> Feedback:
-    """Check ``fn(queries, keys, values) -> output``, softmax(Q Kᵀ / √E) V without masking.
+    """Check ``fn(queries, keys, values) -> output``, softmax(Q Kᵀ / √D) V without
+    masking.
 
-    Two cases with different sizes E (16 and 9), so an answer that divides by a fixed number is caught.
+    Two cases with different sizes D (16 and 9), so an answer that divides by a fixed
+    number is caught.
 
     Shapes:
-        fn: ((B, Lq, E), (B, Lk, E), (B, Lk, Dv)) -> (B, Lq, Dv) (a tensor of any float dtype, array or list)
+        fn: ((B, Lq, D), (B, Lk, D), (B, Lk, Dv)) -> (B, Lq, Dv) (a tensor of any float
+            dtype, array or list)
     """
     gen = torch.Generator().manual_seed(0)
-    cases = [(torch.randn(2, 3, 16, generator=gen), torch.randn(2, 5, 16, generator=gen),
-              torch.randn(2, 5, 4, generator=gen)),
-             (torch.randn(3, 4, 9, generator=gen), torch.randn(3, 2, 9, generator=gen),
-              torch.randn(3, 2, 5, generator=gen))]
+    cases = [
+        (
+            torch.randn(2, 3, 16, generator=gen),
+            torch.randn(2, 5, 16, generator=gen),
+            torch.randn(2, 5, 4, generator=gen),
+        ),
+        (
+            torch.randn(3, 4, 9, generator=gen),
+            torch.randn(3, 2, 9, generator=gen),
+            torch.randn(3, 2, 5, generator=gen),
+        ),
+    ]
     for queries, keys, values in cases:
         size = queries.shape[-1]
         got, error = run_safely(fn, queries.clone(), keys.clone(), values.clone())
@@ -172,8 +312,10 @@ def check_scaled_dot_product_attention(fn) -> Feedback:
         if error is not None:
             return error
         if got.shape == weights.shape:
-            return Feedback.wrong(f"Your result has shape {tuple(got.shape)} (B, Lq, Lk): those are the weights. "
-                                  "Multiply them by the values to get the output (B, Lq, Dv).")
+            return Feedback.wrong(
+                f"Your result has shape {tuple(got.shape)} (B, Lq, Lk): those are the"
+                " weights. Multiply them by the values to get the output (B, Lq, Dv)."
+            )
         got, error = read_tensor(got, "output (B, Lq, Dv)", expected.shape)
         if error is not None:
             return error
@@ -181,50 +323,354 @@ def check_scaled_dot_product_attention(fn) -> Feedback:
             continue
         scores = queries @ keys.transpose(1, 2)  # (B, Lq, Lk)
         variants = [
-            (1.0, -1, f"Missing scale: divide the scores by √E = √{size} = {math.sqrt(size):.0f} before the softmax. "
-                      "Without it the scores grow with E and the softmax saturates."),
-            (1 / size, -1, f"You divided by E = {size}; divide by √E = {math.sqrt(size):.0f}."),
-            (math.sqrt(size), -1, "You multiplied by √E; divide by it."),
-            (1 / math.sqrt(size), 1, "Wrong axis for the softmax: your weights sum to 1 over the queries (dim=1). "
-                                     "They must sum to 1 over the keys: dim=-1."),
-            (1.0, 1, "Wrong axis for the softmax (dim=1, the queries; use dim=-1) and the 1/√E scale is missing."),
-        ] + [(1 / math.sqrt(other), -1, f"Your scale is that of E = {other}, but here E = {size}: divide by "
-                                        "√E computed from the queries' size, queries.shape[-1].")
-             for other in (16, 9, 8, 64, 512) if other != size]
+            (
+                1.0,
+                -1,
+                (
+                    f"Missing scale: divide the scores by √D = √{size} ="
+                    f" {math.sqrt(size):.0f} before the softmax. Without it the scores"
+                    " grow with D and the softmax saturates."
+                ),
+            ),
+            (
+                1 / size,
+                -1,
+                f"You divided by D = {size}; divide by √D = {math.sqrt(size):.0f}.",
+            ),
+            (math.sqrt(size), -1, "You multiplied by √D; divide by it."),
+            (
+                1 / math.sqrt(size),
+                1,
+                (
+                    "Wrong axis for the softmax: your weights sum to 1 over the queries"
+                    " (dim=1). They must sum to 1 over the keys: dim=-1."
+                ),
+            ),
+            (
+                1.0,
+                1,
+                (
+                    "Wrong axis for the softmax (dim=1, the queries; use dim=-1) and"
+                    " the 1/√D scale is missing."
+                ),
+            ),
+        ] + [
+            (
+                1 / math.sqrt(other),
+                -1,
+                (
+                    f"Your scale is that of D = {other}, but here D = {size}: divide by"
+                    " √D computed from the queries' size, queries.shape[-1]."
+                ),
+            )
+            for other in (16, 9, 8, 64, 512)
+            if other != size
+        ]
         for scale, dim, message in variants:
             if close(got, torch.softmax(scores * scale, dim=dim) @ values):
                 return Feedback.wrong(message)
-        return Feedback.wrong(f"Your output differs from softmax(QKᵀ/√E)V: e.g. output[0, 0] is "
-                              f"{got[0, 0].tolist()}, expected {expected[0, 0].tolist()}.")
-    return Feedback.ok("Correct: scores scaled by 1/√E, softmax over the keys, weighted average of the values.")
+        return Feedback.wrong(
+            "Your output differs from softmax(QKᵀ/√D)V: e.g. output[0, 0] is "
+            f"{got[0, 0].tolist()}, expected {expected[0, 0].tolist()}."
+        )
+    return Feedback.ok(
+        "Correct: scores scaled by 1/√D, softmax over the keys, weighted average of the"
+        " values."
+    )
+
+
+@checker
+def check_dot_product_variance(fn) -> Feedback:
+    """Check ``fn(size, sigma) -> Var(qᵀk)`` for q, k with ``size`` independent entries
+    of mean 0, variance σ².
+
+    The answer is D·σ⁴: each product q_i k_i has mean 0 and variance E[q_i²] E[k_i²] =
+    σ⁴, and the variances of D independent terms add. Four (D, σ) pairs, so a formula
+    that is right only for σ = 1 (D·σ², the scaled dot product's usual case) is caught.
+
+    Shapes:
+        fn: (int, float) -> one number
+    """
+    cases = [(16, 1.0), (64, 0.5), (3, 2.0), (10, 3.0)]
+    answers = []
+    for size, sigma in cases:
+        got, error = run_safely(fn, size, sigma)
+        if error is not None:
+            return error
+        got, error = read_number(got, "variance of qᵀk")
+        if error is not None:
+            return error
+        answers.append(got)
+
+    def matches(formula) -> bool:
+        return all(
+            close(got, torch.tensor(float(formula(size, sigma)), dtype=torch.float64))
+            for got, (size, sigma) in zip(answers, cases)
+        )
+
+    if matches(lambda size, sigma: size * sigma ** 4):
+        return Feedback.ok(
+            "Correct: each product q_i k_i has mean 0 and variance E[q_i²] E[k_i²] ="
+            " σ⁴, and the variances of D independent terms add up to D·σ⁴. Dividing by"
+            " √D brings it to σ⁴, which is 1 only for entries of variance 1."
+        )
+    mistakes = [
+        (
+            lambda size, sigma: size * sigma**2,
+            (
+                "Your answer is D·σ²: right only for σ = 1. A product of two"
+                " independent entries of variance σ² has variance E[q_i²] E[k_i²] ="
+                " σ²·σ² = σ⁴, not σ²."
+            ),
+        ),
+        (
+            lambda size, sigma: size**2 * sigma**4,
+            (
+                "Your answer is D²·σ⁴: the variances of independent terms add (no cross"
+                " terms), so D terms give D·σ⁴, not D² times. D² would be the variance"
+                " if all D terms were the same number."
+            ),
+        ),
+        (
+            lambda size, sigma: sigma**4,
+            (
+                "σ⁴ is the variance of one product q_i k_i; qᵀk adds D of them, and"
+                " their variances add."
+            ),
+        ),
+        (
+            lambda size, sigma: math.sqrt(size) * sigma**2,
+            (
+                "√D·σ² is the standard deviation of qᵀk; the exercise asks for the"
+                " variance, its square."
+            ),
+        ),
+        (
+            lambda size, sigma: size,
+            (
+                "D alone is the variance for σ = 1; with entries of variance σ² each"
+                " product contributes σ⁴."
+            ),
+        ),
+        (
+            lambda size, sigma: size * sigma,
+            "Your answer grows like σ; each product q_i k_i has variance σ²·σ² = σ⁴.",
+        ),
+        (
+            lambda size, sigma: 2 * size * sigma**4,
+            (
+                "Twice too large: q_i k_i has mean 0, so its variance is E[q_i² k_i²] ="
+                " E[q_i²] E[k_i²] = σ⁴."
+            ),
+        ),
+    ]
+    for formula, message in mistakes:
+        if matches(formula):
+            return Feedback.wrong(message)
+    shown = ", ".join(
+        f"D={size}, σ={sigma}: {got.item():.4g}"
+        for got, (size, sigma) in zip(answers, cases)
+    )
+    return Feedback.wrong(
+        f"Your variances ({shown}) do not follow one formula in D and σ that fits."
+        " Write qᵀk as a sum of D products q_i k_i; find the mean and the variance of"
+        " one product first."
+    )
+
+
+def _gaussian_kernel_attention(
+    queries: Tensor, keys: Tensor, values: Tensor, bandwidth: float
+) -> Tensor:
+    # (B, Lq, Lk)
+    squared_distances = ((queries[:, :, None, :] - keys[:, None, :, :]) ** 2).sum(-1)
+    # (B, Lq, Dv)
+    return torch.softmax(-squared_distances / (2 * bandwidth ** 2), dim=-1) @ values
+
+
+def _dot_attention(
+    queries: Tensor, keys: Tensor, values: Tensor, scale: float, dim: int = -1
+) -> Tensor:
+    # (B, Lq, Dv)
+    return torch.softmax(queries @ keys.transpose(1, 2) * scale, dim=dim) @ values
+
+
+@checker
+def check_kernel_as_dot_product(fn) -> Feedback:
+    """Check ``fn(queries, keys, values, bandwidth) -> output``: Gaussian-kernel
+    regression written as dot products.
+
+    With unit-norm keys, softmax(-|q - k|² / (2σ²)) = softmax(qᵀk / σ²): the |q|² and
+    |k|² terms are the same for every key of a query and cancel in the softmax, so the
+    answer is dot-product attention with temperature σ². Two cases with unit-norm keys
+    (queries of any norm); a last case with keys of different norms, where only dot
+    products give the expected output, catches an answer that computes the distances
+    instead.
+
+    Shapes:
+        fn: ((B, Lq, D), (B, Lk, D), (B, Lk, Dv), float) -> (B, Lq, Dv)
+    """
+    gen = torch.Generator().manual_seed(0)
+
+    def unit(x: Tensor) -> Tensor:
+        return x / x.norm(dim=-1, keepdim=True)
+
+    cases = [
+        (
+            "unit-norm keys, σ = 0.8",
+            1.5 * torch.randn(2, 3, 4, generator=gen, dtype=torch.float64),
+            unit(torch.randn(2, 5, 4, generator=gen, dtype=torch.float64)),
+            torch.randn(2, 5, 2, generator=gen, dtype=torch.float64),
+            0.8,
+        ),
+        (
+            "unit-norm keys, σ = 1.5",
+            2.0 * torch.randn(1, 4, 3, generator=gen, dtype=torch.float64),
+            unit(torch.randn(1, 6, 3, generator=gen, dtype=torch.float64)),
+            torch.randn(1, 6, 3, generator=gen, dtype=torch.float64),
+            1.5,
+        ),
+        (
+            "keys of different norms, σ = 1",
+            torch.randn(2, 3, 4, generator=gen, dtype=torch.float64),
+            torch.randn(2, 5, 4, generator=gen, dtype=torch.float64)
+            * torch.tensor([0.3, 1.0, 2.0, 0.6, 1.5], dtype=torch.float64)[:, None],
+            torch.randn(2, 5, 2, generator=gen, dtype=torch.float64),
+            1.0,
+        ),
+    ]
+    for name, queries, keys, values, bandwidth in cases:
+        size = queries.shape[-1]
+        got, error = run_safely(
+            fn, queries.clone(), keys.clone(), values.clone(), bandwidth
+        )
+        if error is not None:
+            return error
+        expected = _dot_attention(queries, keys, values, 1 / bandwidth ** 2)
+        got, error = read_tensor(got, "output (B, Lq, Dv)")
+        if error is not None:
+            return error
+        if got.shape == queries.shape[:2] + keys.shape[1:2]:
+            return Feedback.wrong(
+                f"Case '{name}': your result has shape (B, Lq, Lk) ="
+                f" {tuple(got.shape)}: those are the weights. Multiply them by the"
+                " values to get the output (B, Lq, Dv)."
+            )
+        got, error = read_tensor(got, "output (B, Lq, Dv)", expected.shape)
+        if error is not None:
+            return error
+        if close(got, expected):
+            continue
+        if close(got, _gaussian_kernel_attention(queries, keys, values, bandwidth)):
+            return Feedback.wrong(
+                f"Case '{name}': your output is the Gaussian kernel's, computed from"
+                " distances. The exercise asks for dot products qᵀk only. On unit-norm"
+                " keys the two agree; here the keys' norms differ, the -|k|²/(2σ²)"
+                " term no longer cancels, and they do not: that is why the derivation"
+                " needs unit-norm keys."
+            )
+        variants = [
+            (
+                1 / (2 * bandwidth**2),
+                -1,
+                (
+                    "You kept the kernel's 1/2: expanding -|q - k|²/(2σ²) gives the"
+                    " cross term +2qᵀk/(2σ²) = qᵀk/σ². Divide the dot products by σ²."
+                ),
+            ),
+            (
+                1 / bandwidth,
+                -1,
+                (
+                    "The bandwidth enters squared: divide the dot products by σ², not"
+                    " by σ."
+                ),
+            ),
+            (
+                1.0,
+                -1,
+                (
+                    "The bandwidth is missing: the kernel's scores are qᵀk/σ² (plus"
+                    " terms that cancel)."
+                ),
+            ),
+            (
+                1 / math.sqrt(size),
+                -1,
+                (
+                    "1/√D is the scaled dot product's choice of temperature; here the "
+                    "bandwidth sets it: divide by σ²."
+                ),
+            ),
+            (bandwidth**2, -1, "Divide the dot products by σ², do not multiply them."),
+            (
+                -1 / bandwidth**2,
+                -1,
+                (
+                    "Mind the sign: the kernel's minus and the -2qᵀk of the expansion"
+                    " cancel, so the score is +qᵀk/σ² (nearby keys, large dot products,"
+                    " large weights)."
+                ),
+            ),
+            (
+                1 / bandwidth**2,
+                1,
+                (
+                    "Wrong axis for the softmax: your weights sum to 1 over the queries"
+                    " (dim=1). They must sum to 1 over the keys: dim=-1."
+                ),
+            ),
+        ]
+        for scale, dim, message in variants:
+            if close(got, _dot_attention(queries, keys, values, scale, dim)):
+                return Feedback.wrong(f"Case '{name}': {message}")
+        return Feedback.wrong(
+            f"Case '{name}': your output differs from softmax(QKᵀ/σ²)V, e.g. output[0,"
+            f" 0] is {got[0, 0].tolist()}, expected {expected[0, 0].tolist()}."
+        )
+    return Feedback.ok(
+        "Correct: with unit-norm keys, -|q - k|²/(2σ²) = qᵀk/σ² - |q|²/(2σ²) - 1/(2σ²);"
+        " the last two terms are the same for every key and cancel in the softmax."
+        " Gaussian-kernel regression is dot-product attention with temperature σ²."
+    )
 
 
 def _additive(queries, keys, W_q, W_k, w_v, tanh_first=True, transposed=False):
-    q, k = queries @ W_q.T, keys @ W_k.T  # (B, Lq, Hd), (B, Lk, Hd)
-    features = q.unsqueeze(2) + k.unsqueeze(1)  # (B, Lq, Lk, Hd)
+    q, k = queries @ W_q.T, keys @ W_k.T  # (B, Lq, Da), (B, Lk, Da)
+    features = q.unsqueeze(2) + k.unsqueeze(1)  # (B, Lq, Lk, Da)
     scores = torch.tanh(features) @ w_v if tanh_first else features @ w_v  # (B, Lq, Lk)
     return scores.transpose(1, 2) if transposed else scores
 
 
 @checker
 def check_additive_scores(fn) -> Feedback:
-    """Check ``fn(queries, keys, W_q, W_k, w_v) -> attn_scores``, the additive score w_vᵀ tanh(W_q q + W_k k).
+    """Check ``fn(queries, keys, W_q, W_k, w_v) -> attn_scores``, the additive score
+    w_vᵀ tanh(W_q q + W_k k).
 
     Two cases with different sizes everywhere, so an answer that fixes a size is caught.
 
     Shapes:
-        fn: ((B, Lq, Dq), (B, Lk, Dk), (Hd, Dq), (Hd, Dk), (Hd,)) -> (B, Lq, Lk)
+        fn: ((B, Lq, Dq), (B, Lk, Dk), (Da, Dq), (Da, Dk), (Da,)) -> (B, Lq, Lk)
     """
     gen = torch.Generator().manual_seed(0)
     cases = []
-    for batch_size, num_queries, num_kv, query_size, key_size, num_hiddens in ((2, 3, 4, 5, 6, 8), (3, 2, 5, 4, 3, 6)):
-        cases.append((torch.randn(batch_size, num_queries, query_size, generator=gen),
-                      torch.randn(batch_size, num_kv, key_size, generator=gen),
-                      torch.randn(num_hiddens, query_size, generator=gen),
-                      torch.randn(num_hiddens, key_size, generator=gen), torch.randn(num_hiddens, generator=gen)))
+    for batch_size, num_queries, num_kv, query_size, key_size, num_hiddens in (
+        (2, 3, 4, 5, 6, 8),
+        (3, 2, 5, 4, 3, 6),
+    ):
+        cases.append(
+            (
+                torch.randn(batch_size, num_queries, query_size, generator=gen),
+                torch.randn(batch_size, num_kv, key_size, generator=gen),
+                torch.randn(num_hiddens, query_size, generator=gen),
+                torch.randn(num_hiddens, key_size, generator=gen),
+                torch.randn(num_hiddens, generator=gen),
+            )
+        )
     for queries, keys, W_q, W_k, w_v in cases:
         (batch_size, num_queries, _), num_kv = queries.shape, keys.shape[1]
-        got, error = run_safely(fn, queries.clone(), keys.clone(), W_q.clone(), W_k.clone(), w_v.clone())
+        got, error = run_safely(
+            fn, queries.clone(), keys.clone(), W_q.clone(), W_k.clone(), w_v.clone()
+        )
         if error is not None:
             return error
         expected = _additive(queries, keys, W_q, W_k, w_v)
@@ -232,57 +678,215 @@ def check_additive_scores(fn) -> Feedback:
         if error is not None:
             return error
         if got.shape == (batch_size, num_kv, num_queries):
-            return Feedback.wrong(f"Your scores have shape (B, Lk, Lq) = {tuple(got.shape)}: queries and keys are "
-                                  "swapped. Broadcast queries.unsqueeze(2) (B, Lq, 1, Hd) + keys.unsqueeze(1) "
-                                  "(B, 1, Lk, Hd).")
+            return Feedback.wrong(
+                f"Your scores have shape (B, Lk, Lq) = {tuple(got.shape)}: queries and"
+                " keys are swapped. Broadcast queries.unsqueeze(2) (B, Lq, 1, Da) +"
+                " keys.unsqueeze(1) (B, 1, Lk, Da)."
+            )
         if got.shape == (batch_size, num_queries, num_kv, w_v.shape[0]):
-            return Feedback.wrong("Your result has shape (B, Lq, Lk, Hd): apply w_v to the last axis "
-                                  "(features @ w_v) to get one score per query–key pair.")
+            return Feedback.wrong(
+                "Your result has shape (B, Lq, Lk, Da): apply w_v to the last axis "
+                "(features @ w_v) to get one score per query–key pair."
+            )
         got, error = read_tensor(got, "scores (B, Lq, Lk)", expected.shape)
         if error is not None:
             return error
         if close(got, expected):
             continue
         if close(got, _additive(queries, keys, W_q, W_k, w_v, tanh_first=False)):
-            return Feedback.wrong("The tanh is missing: without it the score is linear, w_vᵀW_q q + w_vᵀW_k k, and "
-                                  "the query's part is the same for every key, so the softmax ignores the query.")
-        if close(got, torch.tanh(_additive(queries, keys, W_q, W_k, w_v, tanh_first=False))):
-            return Feedback.wrong("The tanh goes inside: w_vᵀ tanh(W_q q + W_k k), not tanh(w_vᵀ(W_q q + W_k k)).")
+            return Feedback.wrong(
+                "The tanh is missing: without it the score is linear, w_vᵀW_q q +"
+                " w_vᵀW_k k, and the query's part is the same for every key, so the"
+                " softmax ignores the query."
+            )
+        if close(
+            got, torch.tanh(_additive(queries, keys, W_q, W_k, w_v, tanh_first=False))
+        ):
+            return Feedback.wrong(
+                "The tanh goes inside: w_vᵀ tanh(W_q q + W_k k), not tanh(w_vᵀ(W_q q +"
+                " W_k k))."
+            )
         if close(got.sum(-1), torch.ones(batch_size, num_queries)) and (got >= 0).all():
-            return Feedback.wrong("You returned weights (rows sum to 1); return the scores, before the softmax.")
-        return Feedback.wrong(f"Your scores differ: e.g. scores[0, 0] is {got[0, 0].tolist()}, "
-                              f"expected {expected[0, 0].tolist()}.")
-    return Feedback.ok("Correct: one additive score per query–key pair, queries and keys of different sizes.")
+            return Feedback.wrong(
+                "You returned weights (rows sum to 1); return the scores, before the"
+                " softmax."
+            )
+        return Feedback.wrong(
+            f"Your scores differ: e.g. scores[0, 0] is {got[0, 0].tolist()}, "
+            f"expected {expected[0, 0].tolist()}."
+        )
+    return Feedback.ok(
+        "Correct: one additive score per query–key pair, queries and keys of different"
+        " sizes."
+    )
 
 
-# --- 04: why a recurrent decoder cannot stack its queries ---------------------------------------------
+# --- 04: why a recurrent decoder cannot stack its queries -----------------------------
 
 _STACK_CHOICES = {
-    "a": (False, "Memory is not the obstacle: Q Kᵀ has Lq × Lk entries, the same numbers the loop computes one row "
-                 "at a time."),
-    "b": (True, "Right: s_{t'-1} is computed from c_{t'-1} (the context enters the GRU's input), and c_{t'-1} needs "
-                "the attention of the previous step. The queries only exist one at a time, so Q cannot be stacked. "
-                "When the queries do not depend on earlier contexts (a decoder whose states are computed without "
-                "the context, or self-attention with teacher forcing) every query is known up front and one "
-                "softmax(QKᵀ)V computes all contexts."),
-    "c": (False, "The softmax works row by row, so it is happy with many queries at once; the vectorised form "
-                 "in this section does exactly that."),
-    "d": (False, "The keys are the encoder's states h_1 … h_Lk: they are fixed for the whole sentence (which is "
-                 "why a decoder can project them once)."),
+    "a": (
+        False,
+        (
+            "Memory is not the obstacle: Q Kᵀ has Lq × Lk entries, the same numbers the"
+            " loop computes one row at a time."
+        ),
+    ),
+    "b": (
+        True,
+        (
+            "Right: s_{t'-1} is computed from c_{t'-1} (the context enters the GRU's"
+            " input), and c_{t'-1} needs the attention of the previous step. The"
+            " queries only exist one at a time, so Q cannot be stacked. When the"
+            " queries do not depend on earlier contexts (a decoder whose states are"
+            " computed without the context, or self-attention with teacher forcing)"
+            " every query is known up front and one softmax(QKᵀ)V computes all"
+            " contexts."
+        ),
+    ),
+    "c": (
+        False,
+        (
+            "The softmax works row by row, so it is happy with many queries at once;"
+            " the vectorised form in this section does exactly that."
+        ),
+    ),
+    "d": (
+        False,
+        (
+            "The keys are the encoder's states h_1 … h_Lk: they are fixed for the whole"
+            " sentence (which is why a decoder can project them once)."
+        ),
+    ),
 }
 
 
 @checker
 def check_why_not_stack(choice) -> Feedback:
-    """Check the answer (a letter) to: why can an RNN decoder not stack its queries s_{t'-1} into Q?
+    """Check the answer (a letter) to: why can an RNN decoder not stack its queries
+    s_{t'-1} into Q?
 
     Shapes:
         choice: one of "a", "b", "c", "d"
     """
     if choice is None:
-        return Feedback.wrong('Not answered yet: set answer to "a", "b", "c" or "d".')
+        return Feedback.your_turn('set answer to "a", "b", "c" or "d".')
     key = str(choice).strip().lower().strip("().")
     if key not in _STACK_CHOICES:
-        return Feedback.wrong(f'{choice!r} is not one of the choices: answer "a", "b", "c" or "d".')
+        return Feedback.wrong(
+            f'{choice!r} is not one of the choices: answer "a", "b", "c" or "d".'
+        )
     correct, message = _STACK_CHOICES[key]
     return Feedback(correct, message)
+
+
+# --- 04: the limits of a temperature --------------------------------------------------
+
+def _even_on(hits: Tensor) -> Tensor:
+    hits = hits.double()
+    return hits / hits.sum()  # equal weights on the marked keys
+
+
+@checker
+def check_temperature_limits(fn) -> Feedback:
+    """Check ``fn(attn_scores) -> (weights as τ → 0, weights as τ → ∞)`` for
+    softmax(scores / τ).
+
+    As τ → 0 all the weight goes to the largest score (shared equally when several tie);
+    as τ → ∞ every key gets 1/Lk. Three score vectors, one with a tie for the largest
+    score.
+
+    Shapes:
+        fn: (Lk,) -> a pair of (Lk,) tensors (or arrays, or lists)
+    """
+    cases = [torch.tensor([2.0, -1.0, 0.5, 1.0], dtype=torch.float64),
+             torch.tensor([-4.0, -1.0, -3.0], dtype=torch.float64),
+             torch.tensor([1.0, 3.0, -2.0, 3.0, 0.5], dtype=torch.float64)]
+    for scores in cases:
+        num_kv = scores.shape[0]
+        result, error = run_safely(fn, scores.clone())
+        if error is not None:
+            return error
+        result, error = read_tensors(
+            result, ("weights as τ → 0", "weights as τ → ∞"), [(num_kv,), (num_kv,)]
+        )
+        if error is not None:
+            return error
+        cold, hot = result
+        on_max, on_min = _even_on(scores == scores.max()), _even_on(
+            scores == scores.min()
+        )
+        uniform = torch.full((num_kv,), 1 / num_kv, dtype=torch.float64)
+        at_one = torch.softmax(scores, dim=0)
+        where = f"For the scores {scores.tolist()}"
+        if close(cold, uniform) and close(hot, on_max):
+            return Feedback.wrong(
+                f"{where} you swapped the limits. Dividing by a tiny τ stretches the"
+                " gaps between the scores without bound, so the largest wins"
+                " everything; dividing by a huge τ shrinks every score to 0, and"
+                " exp(0) is the same for every key."
+            )
+        if not close(cold, on_max):
+            tied = (scores == scores.max()).nonzero().flatten().tolist()
+            if close(cold, on_min):
+                message = (
+                    "as τ → 0 all the weight goes to the *largest* score, not the"
+                    " smallest: exp(s/τ) grows fastest for the largest s."
+                )
+            elif close(cold, at_one):
+                message = (
+                    "this is the softmax at τ = 1, not its limit as τ → 0: take τ"
+                    " smaller and smaller."
+                )
+            elif close(cold, uniform):
+                message = (
+                    "as τ → 0 the weights are not uniform: s/τ stretches the gaps"
+                    " between the scores, so the largest score takes all the weight."
+                )
+            elif len(tied) > 1 and any(
+                close(cold, _even_on(torch.arange(num_kv) == i)) for i in tied
+            ):
+                message = (
+                    f"keys {tied} tie for the largest score. As τ → 0 their scores stay"
+                    f" equal, so they keep equal weights: each gets 1/{len(tied)}, and"
+                    " argmax alone picks just one."
+                )
+            elif not close(cold.double().sum(), torch.tensor(1.0, dtype=torch.float64)):
+                message = (
+                    "your weights for τ → 0 do not sum to 1. They sum to 1 at every τ,"
+                    " so their limit does too."
+                )
+            else:
+                message = (
+                    f"expected {on_max.tolist()} as τ → 0, got"
+                    f" {cold.double().tolist()}: think about which exp(s/τ) dominates"
+                    " the sum as τ shrinks."
+                )
+            return Feedback.wrong(f"{where}, {message}")
+        if not close(hot, uniform):
+            if close(hot, at_one):
+                message = (
+                    "this is the softmax at τ = 1, not its limit as τ → ∞: take τ"
+                    " larger and larger."
+                )
+            elif close(hot, torch.zeros(num_kv, dtype=torch.float64)):
+                message = (
+                    "the weights do not vanish as τ → ∞: s/τ → 0 for every key, exp(0)"
+                    " = 1, and the softmax divides by the sum, so each key gets 1/Lk ="
+                    f" 1/{num_kv}."
+                )
+            elif close(hot, on_max):
+                message = (
+                    "a large τ flattens the weights, it does not sharpen them: s/τ"
+                    " shrinks every score towards 0."
+                )
+            else:
+                message = (
+                    f"expected {uniform.tolist()} as τ → ∞, got"
+                    f" {hot.double().tolist()}: what does s/τ tend to for every key?"
+                )
+            return Feedback.wrong(f"{where}, {message}")
+    return Feedback.ok(
+        "Correct: as τ → 0 the softmax becomes a hard lookup (all the weight on the"
+        " largest score, shared in a tie); as τ → ∞ it becomes a plain average (1/Lk"
+        " for every key). Every temperature in between, √D included, mixes the two."
+    )

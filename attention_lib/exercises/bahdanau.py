@@ -1,7 +1,7 @@
 """Checkers for chapter 3's exercises (Bahdanau attention in a GRU decoder).
 
-Each checker runs the reader's function on small cases built so that each typical mistake gives a
-different, recognisable answer, and names the mistake it recognises.
+Each checker runs the reader's function on small cases built so that each typical
+mistake gives a different, recognisable answer, and names the mistake it recognises.
 
 Taught in ``chapters/03_bahdanau/01_attention_decoder.ipynb`` and
 ``chapters/03_bahdanau/02_training_and_results.ipynb``.
@@ -16,73 +16,136 @@ from torch import Tensor, nn
 from ..gru import GRUCell, gru_update
 from ..masking import masked_softmax
 from .._checks import describe
-from ._feedback import Feedback, checker, close, read_index, read_tensor, read_tensors, run_safely
+from ._feedback import (
+    Feedback,
+    checker,
+    close,
+    read_index,
+    read_tensor,
+    read_tensors,
+    run_safely,
+)
 
-__all__ = ["check_context", "check_decoder_step", "check_gru_update", "check_stock_gru", "check_best_hypothesis"]
+__all__ = [
+    "check_why_nearly_uniform",
+    "check_context",
+    "check_decoder_step",
+    "check_gru_update",
+    "check_stock_gru",
+    "check_best_hypothesis",
+]
 
 
-# --------------------------------------------------------------------------- scores to context
+# --------------------------------------------------------------------------- scores to
+# context
 
 
 @checker
 def check_context(fn) -> Feedback:
-    """Check ``fn(attn_scores, enc_outputs, src_valid_lens) -> (context, attn_weights)``.
+    """Check ``fn(attn_scores, enc_outputs, src_valid_lens) -> (context,
+    attn_weights)``.
 
-    The weights are the softmax of the scores over the *source positions*, zero at source padding;
-    the context is the weighted sum of the encoder states. Two batches of different sizes and lengths.
+    The weights are the softmax of the scores over the *source positions*, zero at
+    source padding; the context is the weighted sum of the encoder states. Two batches
+    of different sizes and lengths.
 
     Shapes:
-        fn: (attn_scores (B, Lk), enc_outputs (B, Lk, Dh), src_valid_lens (B,)) -> ((B, Dh), (B, Lk))
+        fn: (attn_scores (B, Lk), enc_outputs (B, Lk, Ds), src_valid_lens (B,)) -> ((B,
+            Ds), (B, Lk))
     """
     generator = torch.Generator().manual_seed(0)
-    cases = [(torch.randn(3, 5, generator=generator) * 2, torch.randn(3, 5, 4, generator=generator),
-              torch.tensor([5, 3, 1])),
-             (torch.randn(2, 6, generator=generator) * 2, torch.randn(2, 6, 3, generator=generator),
-              torch.tensor([2, 6]))]
+    cases = [
+        (
+            torch.randn(3, 5, generator=generator) * 2,
+            torch.randn(3, 5, 4, generator=generator),
+            torch.tensor([5, 3, 1]),
+        ),
+        (
+            torch.randn(2, 6, generator=generator) * 2,
+            torch.randn(2, 6, 3, generator=generator),
+            torch.tensor([2, 6]),
+        ),
+    ]
     for attn_scores, enc_outputs, src_valid_lens in cases:
         batch_size, num_kv, num_hiddens = enc_outputs.shape
-        result, error = run_safely(fn, attn_scores.clone(), enc_outputs.clone(), src_valid_lens.clone())
+        result, error = run_safely(
+            fn, attn_scores.clone(), enc_outputs.clone(), src_valid_lens.clone()
+        )
         if error is not None:
             return error
         result, error = read_tensors(result, ("context", "attn_weights"))
         if error is not None:
             return error
         context, attn_weights = result
-        expected_weights = masked_softmax(attn_scores.unsqueeze(1), src_valid_lens).squeeze(1)  # (B, Lk)
-        expected_context = (expected_weights.unsqueeze(-1) * enc_outputs).sum(dim=1)  # (B, Dh)
+        expected_weights = masked_softmax(
+            attn_scores.unsqueeze(1), src_valid_lens
+        ).squeeze(
+            1
+        )  # (B, Lk)
+        # (B, Ds)
+        expected_context = (expected_weights.unsqueeze(-1) * enc_outputs).sum(dim=1)
         if attn_weights.shape != (batch_size, num_kv):
-            return Feedback.wrong(f"attn_weights must have shape (B, Lk) = {(batch_size, num_kv)}, one weight per "
-                                  f"source position; got {tuple(attn_weights.shape)}.")
+            return Feedback.wrong(
+                f"attn_weights must have shape (B, Lk) = {(batch_size, num_kv)}, one"
+                f" weight per source position; got {tuple(attn_weights.shape)}."
+            )
         if not close(attn_weights, expected_weights):
-            if close(attn_weights, torch.softmax(attn_scores, dim=0)) or \
-                    close(attn_weights.sum(dim=0), torch.ones(num_kv, dtype=attn_weights.dtype)):
-                return Feedback.wrong("Your weights sum to 1 down each column: the softmax ran over the batch (dim=0). "
-                                      "Each sentence's weights must sum to 1 over its source positions (dim=-1).")
+            if close(attn_weights, torch.softmax(attn_scores, dim=0)) or close(
+                attn_weights.sum(dim=0), torch.ones(num_kv, dtype=attn_weights.dtype)
+            ):
+                return Feedback.wrong(
+                    "Your weights sum to 1 down each column: the softmax ran over the"
+                    " batch (dim=0). Each sentence's weights must sum to 1 over its"
+                    " source positions (dim=-1)."
+                )
             if close(attn_weights, torch.softmax(attn_scores, dim=-1)):
-                return Feedback.wrong("The weights at source padding are not zero: you forgot to mask. Positions at "
-                                      "or after src_valid_lens must get weight 0 (fill their scores with a very "
-                                      "negative number before the softmax, or use masked_softmax).")
-            if close(attn_weights * (expected_weights > 0), attn_weights) and \
-                    not close(attn_weights.sum(-1), torch.ones(batch_size, dtype=attn_weights.dtype)):
-                return Feedback.wrong("Padding gets weight 0, but the weights no longer sum to 1: mask the scores "
-                                      "*before* the softmax, not the weights after it.")
-            bad = next(i for i in range(batch_size) if not close(attn_weights[i], expected_weights[i]))
-            return Feedback.wrong(f"attn_weights for scores {attn_scores[bad].tolist()} and valid length "
-                                  f"{int(src_valid_lens[bad])} should be {expected_weights[bad].tolist()}, "
-                                  f"got {attn_weights[bad].tolist()}.")
+                return Feedback.wrong(
+                    "The weights at source padding are not zero: you forgot to mask."
+                    " Positions at or after src_valid_lens must get weight 0 (fill"
+                    " their scores with a very negative number before the softmax, or"
+                    " use masked_softmax)."
+                )
+            if close(attn_weights * (expected_weights > 0), attn_weights) and not close(
+                attn_weights.sum(-1), torch.ones(batch_size, dtype=attn_weights.dtype)
+            ):
+                return Feedback.wrong(
+                    "Padding gets weight 0, but the weights no longer sum to 1: mask"
+                    " the scores *before* the softmax, not the weights after it."
+                )
+            bad = next(
+                i
+                for i in range(batch_size)
+                if not close(attn_weights[i], expected_weights[i])
+            )
+            return Feedback.wrong(
+                f"attn_weights for scores {attn_scores[bad].tolist()} and valid length"
+                f" {int(src_valid_lens[bad])} should be"
+                f" {expected_weights[bad].tolist()}, got {attn_weights[bad].tolist()}."
+            )
         if context.shape != (batch_size, num_hiddens):
-            return Feedback.wrong(f"context must have shape (B, Dh) = {(batch_size, num_hiddens)}: a weighted sum "
-                                  f"over the source positions; got {tuple(context.shape)}.")
+            return Feedback.wrong(
+                f"context must have shape (B, Ds) = {(batch_size, num_hiddens)}: a"
+                f" weighted sum over the source positions; got {tuple(context.shape)}."
+            )
         if not close(context, expected_context):
             if close(context, enc_outputs.mean(dim=1)):
-                return Feedback.wrong("Your context is the plain average of the encoder states: weight them by "
-                                      "attn_weights.")
-            return Feedback.wrong("The weights are right but the context is not Σ_t α_t h_t: multiply each encoder "
-                                  "state by its weight and sum over the source positions (e.g. torch.bmm).")
-    return Feedback.ok("Correct: masked softmax over the source positions, then the weighted sum of the h_t.")
+                return Feedback.wrong(
+                    "Your context is the plain average of the encoder states: weight"
+                    " them by attn_weights."
+                )
+            return Feedback.wrong(
+                "The weights are right but the context is not Σ_t α_t h_t: multiply"
+                " each encoder state by its weight and sum over the source positions"
+                " (e.g. torch.bmm)."
+            )
+    return Feedback.ok(
+        "Correct: masked softmax over the source positions, then the weighted sum of"
+        " the h_t."
+    )
 
 
-# --------------------------------------------------------------------------- the order of one step
+# --------------------------------------------------------------------------- the order
+# of one step
 
 
 class _Recorder:
@@ -91,20 +154,28 @@ class _Recorder:
     def __init__(self, embed_size: int, num_hiddens: int, seed: int):
         generator = torch.Generator().manual_seed(seed)
         self.W_att = torch.randn(num_hiddens, num_hiddens, generator=generator)
-        self.W_gru = torch.randn(num_hiddens, embed_size + 2 * num_hiddens, generator=generator)
+        self.W_gru = torch.randn(
+            num_hiddens, embed_size + 2 * num_hiddens, generator=generator
+        )
         self.attend_calls, self.gru_calls = [], []
 
     def attend(self, query: Tensor) -> Tensor:
-        """context = attend(query): (B, Dh) -> (B, Dh)."""
+        """context = attend(query): (B, Ds) -> (B, Ds)."""
         context = torch.tanh(query @ self.W_att)
         self.attend_calls.append((query.detach().clone(), context.detach().clone()))
         return context
 
     def gru(self, y: Tensor, context: Tensor, state: Tensor) -> Tensor:
-        """new_state = gru(y, context, state): (B, E), (B, Dh), (B, Dh) -> (B, Dh)."""
+        """new_state = gru(y, context, state): (B, E), (B, Ds), (B, Ds) -> (B, Ds)."""
         new_state = torch.tanh(torch.cat([y, context, state], dim=-1) @ self.W_gru.T)
-        self.gru_calls.append((y.detach().clone(), context.detach().clone(), state.detach().clone(),
-                               new_state.detach().clone()))
+        self.gru_calls.append(
+            (
+                y.detach().clone(),
+                context.detach().clone(),
+                state.detach().clone(),
+                new_state.detach().clone(),
+            )
+        )
         return new_state
 
 
@@ -114,48 +185,71 @@ def _same(a: Tensor, b: Tensor) -> bool:
 
 @checker
 def check_decoder_step(fn) -> Feedback:
-    """Check ``fn(attend, gru, y_prev, prev_state) -> (new_state, context)``: one step of Bahdanau's decoder.
+    """Check ``fn(attend, gru, y_prev, prev_state) -> (new_state, context)``: one step
+    of Bahdanau's decoder.
 
-    ``attend(query) -> context`` and ``gru(y, context, state) -> new_state`` are given; the step
-    must attend with the *previous* state s_{t'-1}, then update the state with that context. Two
-    cases of different sizes.
+    ``attend(query) -> context`` and ``gru(y, context, state) -> new_state`` are given;
+    the step must attend with the *previous* state s_{t'-1}, then update the state with
+    that context. Two cases of different sizes.
 
     Shapes:
-        y_prev: (B, E); prev_state: (B, Dh); returns: new_state (B, Dh), context (B, Dh)
+        y_prev: (B, E); prev_state: (B, Ds); returns: new_state (B, Ds), context (B, Ds)
     """
     for batch_size, embed_size, num_hiddens, seed in ((2, 3, 4, 1), (3, 5, 2, 7)):
         recorder = _Recorder(embed_size, num_hiddens, seed)
         generator = torch.Generator().manual_seed(seed + 1)
         y_prev = torch.randn(batch_size, embed_size, generator=generator)
         prev_state = torch.randn(batch_size, num_hiddens, generator=generator)
-        result, error = run_safely(fn, recorder.attend, recorder.gru, y_prev.clone(), prev_state.clone())
+        result, error = run_safely(
+            fn, recorder.attend, recorder.gru, y_prev.clone(), prev_state.clone()
+        )
         if error is not None:
             return error
         if not (isinstance(result, (tuple, list)) and len(result) == 2):
             return Feedback.wrong("Return a pair (new_state, context).")
         if not recorder.attend_calls:
-            return Feedback.wrong("You never called attend: the context must come from attention over the encoder "
-                                  "states, attend(query).")
+            return Feedback.wrong(
+                "You never called attend: the context must come from attention over the"
+                " encoder states, attend(query)."
+            )
         if not recorder.gru_calls:
-            return Feedback.wrong("You never called gru: the new state is gru(y_prev, context, prev_state).")
+            return Feedback.wrong(
+                "You never called gru: the new state is gru(y_prev, context,"
+                " prev_state)."
+            )
         query, att_context = recorder.attend_calls[-1]
         if not _same(query, prev_state):
             if any(_same(query, call[3]) for call in recorder.gru_calls):
-                return Feedback.wrong("You attended with the new state s_t' (computed by gru first). In Bahdanau's "
-                                      "decoder the query is the previous state s_{t'-1}: attend first, then update. "
-                                      "(Attending with s_t' is Luong et al.'s later design, which then needs a "
-                                      "separate output layer that reads the context.)")
-            return Feedback.wrong("The query passed to attend is not prev_state: the query is s_{t'-1}.")
+                return Feedback.wrong(
+                    "You attended with the new state s_t' (computed by gru first). In"
+                    " Bahdanau's decoder the query is the previous state s_{t'-1}:"
+                    " attend first, then update. (Attending with s_t' is Luong et al.'s"
+                    " later design, which then needs a separate output layer that reads"
+                    " the context.)"
+                )
+            return Feedback.wrong(
+                "The query passed to attend is not prev_state: the query is s_{t'-1}."
+            )
         if len(recorder.gru_calls) > 1:
-            return Feedback.wrong(f"gru was called {len(recorder.gru_calls)} times: one step is one GRU update.")
+            return Feedback.wrong(
+                f"gru was called {len(recorder.gru_calls)} times: one step is one GRU"
+                " update."
+            )
         y, gru_context, state, gru_out = recorder.gru_calls[-1]
         if not _same(gru_context, att_context):
-            return Feedback.wrong("gru did not read the context that attend returned: pass it as the context "
-                                  "argument.")
+            return Feedback.wrong(
+                "gru did not read the context that attend returned: pass it as the"
+                " context argument."
+            )
         if not _same(state, prev_state):
-            return Feedback.wrong("gru must update the previous state: gru(y_prev, context, prev_state).")
+            return Feedback.wrong(
+                "gru must update the previous state: gru(y_prev, context, prev_state)."
+            )
         if not _same(y, y_prev):
-            return Feedback.wrong("gru's first argument must be y_prev, the previous output word's embedding.")
+            return Feedback.wrong(
+                "gru's first argument must be y_prev, the previous output word's"
+                " embedding."
+            )
         result, error = read_tensors(result, ("new_state", "context"))
         if error is not None:
             return error
@@ -163,15 +257,30 @@ def check_decoder_step(fn) -> Feedback:
         if not close(new_state, gru_out):
             return Feedback.wrong("Return the state that gru computed as new_state.")
         if not close(context, att_context):
-            return Feedback.wrong("Return the context that attend computed (for plotting and the next layers).")
-    return Feedback.ok("Correct: c_t' = attend(s_{t'-1}), then s_t' = g(y_{t'-1}, c_t', s_{t'-1}).")
+            return Feedback.wrong(
+                "Return the context that attend computed (for plotting and the next"
+                " layers)."
+            )
+    return Feedback.ok(
+        "Correct: c_t' = attend(s_{t'-1}), then s_t' = g(y_{t'-1}, c_t', s_{t'-1})."
+    )
 
 
-# --------------------------------------------------------------------------- the reset gate
+# --------------------------------------------------------------------------- the reset
+# gate
 
 
-def _gru_variant(input_proj, state, weight_hh, bias_hh, reset="before", swap_update=False, order="rzn"):
-    """GRU updates with one thing changed: the typical wrong answers, so the checker can name them."""
+def _gru_variant(
+    input_proj,
+    state,
+    weight_hh,
+    bias_hh,
+    reset="before",
+    swap_update=False,
+    order="rzn",
+):
+    """GRU updates with one thing changed: the typical wrong answers, so the checker can
+    name them."""
     dh = state.shape[-1]
     chunks = dict(zip(order, input_proj.split(dh, dim=-1)))
     w = dict(zip(order, weight_hh.split(dh)))
@@ -189,14 +298,17 @@ def _gru_variant(input_proj, state, weight_hh, bias_hh, reset="before", swap_upd
 
 @checker
 def check_gru_update(fn) -> Feedback:
-    """Check ``fn(input_proj, state, weight_hh, bias_hh) -> new_state``: the material's GRU update.
+    """Check ``fn(input_proj, state, weight_hh, bias_hh) -> new_state``: the GRU update
+    of Cho et al. (2014), reset before the product.
 
-    ``input_proj`` holds ``W_x x + b_x`` for the gates r, z, s̃ (in that order, Dh columns each);
-    the reset gate scales the state *before* the candidate's matrix product. Two cases with
-    different Dh (4 and 3), so an answer that slices at a fixed Dh is caught.
+    ``input_proj`` holds ``W_x x + b_x`` for the gates r, z, s̃ (in that order, Ds
+    columns each); the reset gate scales the state *before* the candidate's matrix
+    product. Two cases with different Ds (4 and 3), so an answer that slices at a fixed
+    Ds is caught.
 
     Shapes:
-        input_proj: (B, 3*Dh); state: (B, Dh); weight_hh: (3*Dh, Dh); bias_hh: (3*Dh,); returns: (B, Dh)
+        input_proj: (B, 3*Ds); state: (B, Ds); weight_hh: (3*Ds, Ds); bias_hh: (3*Ds,);
+            returns: (B, Ds)
     """
     generator = torch.Generator().manual_seed(3)
     for batch_size, dh in ((3, 4), (2, 3)):
@@ -204,95 +316,173 @@ def check_gru_update(fn) -> Feedback:
         state = torch.randn(batch_size, dh, generator=generator)
         weight_hh = torch.randn(3 * dh, dh, generator=generator)
         bias_hh = torch.randn(3 * dh, generator=generator)
-        got, error = run_safely(fn, input_proj.clone(), state.clone(), weight_hh.clone(), bias_hh.clone())
+        got, error = run_safely(
+            fn, input_proj.clone(), state.clone(), weight_hh.clone(), bias_hh.clone()
+        )
         if error is not None:
             return error
         if got is None:
-            return Feedback.wrong("Return the new state as a tensor of shape (B, Dh).")
+            return Feedback.wrong("Return the new state as a tensor of shape (B, Ds).")
         expected = gru_update(input_proj, state, weight_hh, bias_hh, reset_after=False)
-        got, error = read_tensor(got, "new state (B, Dh)")
+        got, error = read_tensor(got, "new state (B, Ds)")
         if error is not None:
             return error
         if got.shape != expected.shape:
-            return Feedback.wrong(f"The new state must have shape (B, Dh) = {tuple(expected.shape)}, got "
-                                  f"{tuple(got.shape)}.")
+            return Feedback.wrong(
+                f"The new state must have shape (B, Ds) = {tuple(expected.shape)}, got "
+                f"{tuple(got.shape)}."
+            )
         if close(got, expected):
             continue
         mistakes = [
-            ({"reset": "after"}, "You applied the reset gate after the matrix product, r ⊙ (W_ss s + b): that is "
-                                 "PyTorch's (and cuDNN's) variant. The material resets the state first: W_ss (r ⊙ s)."),
-            ({"reset": "none"}, "The reset gate r is missing from the candidate state s̃."),
-            ({"swap_update": True}, "The update gate is the wrong way round: s' = z ⊙ s + (1 − z) ⊙ s̃ (z = 1 keeps "
-                                    "the old state)."),
-            ({"order": "zrn"}, "The first Dh rows belong to the reset gate r and the next Dh to the update gate z "
-                               "(order r, z, s̃, as in torch.nn.GRU)."),
+            (
+                {"reset": "after"},
+                (
+                    "You applied the reset gate after the matrix product, r ⊙ (W_ss s +"
+                    " b): that is PyTorch's (and cuDNN's) variant. Cho et al.'s GRU"
+                    " resets the state first: W_ss (r ⊙ s)."
+                ),
+            ),
+            (
+                {"reset": "none"},
+                "The reset gate r is missing from the candidate state s̃.",
+            ),
+            (
+                {"swap_update": True},
+                (
+                    "The update gate is the wrong way round: s' = z ⊙ s + (1 − z) ⊙ s̃"
+                    " (z = 1 keeps the old state)."
+                ),
+            ),
+            (
+                {"order": "zrn"},
+                (
+                    "The first Ds rows belong to the reset gate r and the next Ds to"
+                    " the update gate z (order r, z, s̃, as in torch.nn.GRU)."
+                ),
+            ),
         ]
         for switch, message in mistakes:
-            if close(got, _gru_variant(input_proj, state, weight_hh, bias_hh, **switch)):
+            if close(
+                got, _gru_variant(input_proj, state, weight_hh, bias_hh, **switch)
+            ):
                 return Feedback.wrong(message)
-        return Feedback.wrong(f"For the first example (Dh={dh}) expected {expected[0].tolist()}, "
-                              f"got {got[0].tolist()}.")
-    return Feedback.ok("Correct: s̃ = tanh(W_x x + W_ss (r ⊙ s) + b), the reset gate before the product.")
+        return Feedback.wrong(
+            f"For the first example (Ds={dh}) expected {expected[0].tolist()}, "
+            f"got {got[0].tolist()}."
+        )
+    return Feedback.ok(
+        "Correct: s̃ = tanh(W_x x + W_ss (r ⊙ s) + b), the reset gate before the"
+        " product."
+    )
 
 
-# --------------------------------------------------------------------------- a stock GRU fed [y; c]
+# --------------------------------------------------------------------------- a stock
+# GRU fed [y; c]
 
 
 @checker
 def check_stock_gru(fn) -> Feedback:
-    """Check ``fn(cell) -> torch.nn.GRU``: a stock GRU that, fed ``[y; c]``, equals ``cell(y, s, c)``.
+    """Check ``fn(cell) -> torch.nn.GRU``: a stock GRU that, fed ``[y; c]``, equals
+    ``cell(y, s, c)``.
 
-    ``cell`` is a :class:`~attention_lib.gru.GRUCell` with a context and ``reset_after=True``; two
-    cells of different sizes, so an answer that builds a GRU of fixed sizes is caught.
+    ``cell`` is a :class:`~attention_lib.gru.GRUCell` with a context and
+    ``reset_after=True``; two cells of different sizes, so an answer that builds a GRU
+    of fixed sizes is caught.
 
     Shapes:
-        the returned GRU: input size E + Dc, hidden size Dh, one layer, batch_first
+        the returned GRU: input size E + Dc, hidden size Ds, one layer, batch_first
     """
-    for case, (input_size, num_hiddens, context_size, seed) in enumerate(((3, 5, 2, 4), (4, 6, 3, 6))):
-        # Later cells leave the global random state as the first leaves it (a notebook's next cells see no change).
+    for case, (input_size, num_hiddens, context_size, seed) in enumerate(
+        ((3, 5, 2, 4), (4, 6, 3, 6))
+    ):
+        # Later cells leave the global random state as the first leaves it (a notebook's
+        # next cells see no change).
         with torch.random.fork_rng() if case else contextlib.nullcontext():
             torch.manual_seed(seed)
-            cell = GRUCell(input_size, num_hiddens, context_size=context_size, reset_after=True)
+            cell = GRUCell(
+                input_size, num_hiddens, context_size=context_size, reset_after=True
+            )
             gru, error = run_safely(fn, cell)
         if error is not None:
             return error
         if not isinstance(gru, nn.GRU):
             return Feedback.wrong(f"Return a torch.nn.GRU, got {describe(gru)}.")
-        if gru.input_size != input_size + context_size or gru.hidden_size != num_hiddens or gru.num_layers != 1:
-            return Feedback.wrong(f"The GRU reads [y; c], so input_size = E + Dc = {input_size} + {context_size} = "
-                                  f"{input_size + context_size}, with hidden_size {num_hiddens} (the cell's) and one "
-                                  f"layer; got input_size={gru.input_size}, hidden_size={gru.hidden_size}, "
-                                  f"num_layers={gru.num_layers}.")
+        if (
+            gru.input_size != input_size + context_size
+            or gru.hidden_size != num_hiddens
+            or gru.num_layers != 1
+        ):
+            return Feedback.wrong(
+                f"The GRU reads [y; c], so input_size = E + Dc = {input_size} +"
+                f" {context_size} = {input_size + context_size}, with hidden_size"
+                f" {num_hiddens} (the cell's) and one layer; got"
+                f" input_size={gru.input_size}, hidden_size={gru.hidden_size},"
+                f" num_layers={gru.num_layers}."
+            )
         if not gru.batch_first:
-            return Feedback.wrong("Build it with batch_first=True (the check feeds (B, L, E + Dc)).")
+            return Feedback.wrong(
+                "Build it with batch_first=True (the check feeds (B, L, E + Dc))."
+            )
         if not gru.bias:
-            return Feedback.wrong("The cell has biases: build the GRU with bias=True and copy them.")
+            return Feedback.wrong(
+                "The cell has biases: build the GRU with bias=True and copy them."
+            )
         generator = torch.Generator().manual_seed(seed + 1)
-        y, c, s = (torch.randn(4, n, generator=generator) for n in (input_size, context_size, num_hiddens))
+        y, c, s = (
+            torch.randn(4, n, generator=generator)
+            for n in (input_size, context_size, num_hiddens)
+        )
         like = {"dtype": gru.weight_hh_l0.dtype, "device": gru.weight_hh_l0.device}
         with torch.no_grad():
             expected = cell(y, s, c)
-            got, error = run_safely(gru, torch.cat([y, c], dim=-1).unsqueeze(1).to(**like), s.unsqueeze(0).to(**like))
+            got, error = run_safely(
+                gru,
+                torch.cat([y, c], dim=-1).unsqueeze(1).to(**like),
+                s.unsqueeze(0).to(**like),
+            )
             if error is not None:
                 return Feedback.wrong(f"Running your GRU failed: {error.message}")
-            swapped, _ = run_safely(gru, torch.cat([c, y], dim=-1).unsqueeze(1).to(**like), s.unsqueeze(0).to(**like))
+            swapped, _ = run_safely(
+                gru,
+                torch.cat([c, y], dim=-1).unsqueeze(1).to(**like),
+                s.unsqueeze(0).to(**like),
+            )
         if close(got[0][:, 0].cpu(), expected):
             continue
         if swapped is not None and close(swapped[0][:, 0].cpu(), expected):
-            return Feedback.wrong("Your weights expect [c; y] (as d2l concatenates), but the check feeds [y; c]: the "
-                                  "first E columns of weight_ih act on y.")
-        weight_ih, weight_hh = gru.weight_ih_l0.detach().cpu(), gru.weight_hh_l0.detach().cpu()
-        if close(weight_ih, cell.weight_ih.detach()) and not close(gru.bias_ih_l0.detach().cpu(), cell.bias_ih.detach()):
-            return Feedback.wrong("The weights are copied but the biases are not: copy bias_ih and bias_hh too.")
+            return Feedback.wrong(
+                "Your weights expect [c; y] (as d2l concatenates), but the check feeds"
+                " [y; c]: the first E columns of weight_ih act on y."
+            )
+        weight_ih, weight_hh = (
+            gru.weight_ih_l0.detach().cpu(),
+            gru.weight_hh_l0.detach().cpu(),
+        )
+        if close(weight_ih, cell.weight_ih.detach()) and not close(
+            gru.bias_ih_l0.detach().cpu(), cell.bias_ih.detach()
+        ):
+            return Feedback.wrong(
+                "The weights are copied but the biases are not: copy bias_ih and"
+                " bias_hh too."
+            )
         if not close(weight_hh, cell.weight_hh.detach()):
-            return Feedback.wrong("weight_hh_l0 differs from the cell's weight_hh: copy it.")
-        return Feedback.wrong("The GRU fed [y; c] does not reproduce cell(y, s, c): copy weight_ih, weight_hh, "
-                              "bias_ih and bias_hh into weight_ih_l0, weight_hh_l0, bias_ih_l0 and bias_hh_l0.")
-    return Feedback.ok("Correct: W_y y + W_c c = W [y; c], so a stock GRU fed the concatenation is the same "
-                       "cell (in PyTorch's reset-after variant).")
+            return Feedback.wrong(
+                "weight_hh_l0 differs from the cell's weight_hh: copy it."
+            )
+        return Feedback.wrong(
+            "The GRU fed [y; c] does not reproduce cell(y, s, c): copy weight_ih,"
+            " weight_hh, bias_ih and bias_hh into weight_ih_l0, weight_hh_l0,"
+            " bias_ih_l0 and bias_hh_l0."
+        )
+    return Feedback.ok(
+        "Correct: W_y y + W_c c = W [y; c], so a stock GRU fed the concatenation is the"
+        " same cell (in PyTorch's reset-after variant)."
+    )
 
 
-# --------------------------------------------------------------------------- length normalisation
+# --------------------------------------------------------------------------- length
+# normalisation
 
 
 def _best(log_probs: list, lengths: list, alpha: float) -> int:
@@ -301,23 +491,28 @@ def _best(log_probs: list, lengths: list, alpha: float) -> int:
 
 @checker
 def check_best_hypothesis(fn) -> Feedback:
-    """Check ``fn(log_probs, lengths, alpha) -> int``: the index of the best length-normalised hypothesis.
+    """Check ``fn(log_probs, lengths, alpha) -> int``: the index of the best
+    length-normalised hypothesis.
 
-    The score is ``log_prob / length ** alpha`` (lengths count the output's tokens with ``<eos>``).
-    The same hypotheses come with three alphas, each picking another one, so an answer that fixes
-    alpha is caught.
+    The score is ``log_prob / length ** alpha`` (lengths count the output's tokens with
+    ``<eos>``). The same hypotheses come with three alphas, each picking another one, so
+    an answer that fixes alpha is caught.
 
     Shapes:
-        log_probs: list of N floats; lengths: list of N ints; alpha: float; returns: an int in [0, N)
+        log_probs: list of N floats; lengths: list of N ints; alpha: float; returns: an
+            int in [0, N)
         (a NumPy integer or a one-element integer tensor is fine)
     """
     cases = [  # each: normalised scores, and what the typical mistakes would pick
-        ([-2.0, -3.3, -4.5, -7.0], [2, 4, 6, 7], 0.75),  # -1.19, -1.17, -1.17, -1.63 -> 1; raw -> 0; per token -> 2
+        # -1.19, -1.17, -1.17, -1.63 -> 1; raw -> 0; per token -> 2
+        ([-2.0, -3.3, -4.5, -7.0], [2, 4, 6, 7], 0.75),
         ([-1.0, -2.6, -2.9], [2, 4, 3], 1.0),   # -0.50, -0.65, -0.97 -> 0
         ([-3.0, -3.2, -6.0], [3, 5, 8], 0.5),   # -1.73, -1.43, -2.12 -> 1; raw -> 0
         ([-2.0, -2.2, -5.0], [1, 3, 9], 0.75),  # -2.00, -0.97, -0.96 -> 2; raw -> 0
-        ([-2.0, -3.3, -4.5, -7.0], [2, 4, 6, 7], 1.0),  # -1.00, -0.83, -0.75, -1.00 -> 2: alpha matters
-        ([-2.0, -3.3, -4.5, -7.0], [2, 4, 6, 7], 0.5),  # -1.41, -1.65, -1.84, -2.65 -> 0
+        # -1.00, -0.83, -0.75, -1.00 -> 2: alpha matters
+        ([-2.0, -3.3, -4.5, -7.0], [2, 4, 6, 7], 1.0),
+        # -1.41, -1.65, -1.84, -2.65 -> 0
+        ([-2.0, -3.3, -4.5, -7.0], [2, 4, 6, 7], 0.5),
     ]
     for log_probs, lengths, alpha in cases:
         got, error = run_safely(fn, list(log_probs), list(lengths), alpha)
@@ -329,22 +524,100 @@ def check_best_hypothesis(fn) -> Feedback:
         expected = _best(log_probs, lengths, alpha)
         if got == expected:
             continue
-        shown = f"log_probs={log_probs}, lengths={lengths}, alpha={alpha}: expected {expected}, got {got}."
+        shown = (
+            f"log_probs={log_probs}, lengths={lengths}, alpha={alpha}: expected"
+            f" {expected}, got {got}."
+        )
         if not 0 <= got < len(log_probs):
-            return Feedback.wrong(f"{shown} Return an index into the {len(log_probs)} hypotheses, from 0 to "
-                                  f"{len(log_probs) - 1}.")
+            return Feedback.wrong(
+                f"{shown} Return an index into the {len(log_probs)} hypotheses, from 0"
+                f" to {len(log_probs) - 1}."
+            )
         if got == _best(log_probs, lengths, 0.0):
-            return Feedback.wrong(f"{shown} You picked the highest raw log-probability, which favours short outputs "
-                                  "(every extra token costs probability): divide by length ** alpha first.")
+            return Feedback.wrong(
+                f"{shown} You picked the highest raw log-probability, which favours"
+                " short outputs (every extra token costs probability): divide by"
+                " length ** alpha first."
+            )
         if got == _best(log_probs, lengths, 1.0) and alpha != 1.0:
-            return Feedback.wrong(f"{shown} You divided by the length, not by length ** alpha.")
-        if got == min(range(len(log_probs)), key=lambda i: log_probs[i] / lengths[i] ** alpha):
-            return Feedback.wrong(f"{shown} That is the worst score: log-probabilities are negative, take the max.")
+            return Feedback.wrong(
+                f"{shown} You divided by the length, not by length ** alpha."
+            )
+        if got == min(
+            range(len(log_probs)), key=lambda i: log_probs[i] / lengths[i] ** alpha
+        ):
+            return Feedback.wrong(
+                f"{shown} That is the worst score: log-probabilities are negative, take"
+                " the max."
+            )
         other = next((a for a in (0.5, 0.6, 0.7, 0.75, 0.8, 0.9) if a != alpha
                       and got == _best(log_probs, lengths, a)), None)
         if other is not None:
-            return Feedback.wrong(f"{shown} That would be the pick for alpha={other}, not {alpha}. Scores are "
-                                  "log_prob / length ** alpha, with the `alpha` argument.")
+            return Feedback.wrong(
+                f"{shown} That would be the pick for alpha={other}, not {alpha}. Scores"
+                " are log_prob / length ** alpha, with the `alpha` argument."
+            )
         return Feedback.wrong(f"{shown} Scores are log_prob / length ** alpha.")
-    return Feedback.ok("Correct: the best log_prob / length ** alpha, so longer outputs are not penalised for "
-                       "their length alone.")
+    return Feedback.ok(
+        "Correct: the best log_prob / length ** alpha, so longer outputs are not"
+        " penalised for their length alone."
+    )
+
+
+# --------------------------------------------------------------------------- weights at
+# initialisation
+
+_UNIFORM_CHOICES = {
+    "a": (
+        False,
+        (
+            "The softmax normalises, it does not flatten: exp(e_t) / Σ_j exp(e_j) is "
+            "1/n only when the n scores are equal. Scores 0 and 3 would give the "
+            "weights 0.05 and 0.95, which also sum to 1."
+        ),
+    ),
+    "b": (
+        False,
+        (
+            "The states h_t differ: each has read different tokens, even through "
+            "random weights. Were they equal, the weights would be exactly 1/n, not "
+            "nearly."
+        ),
+    ),
+    "c": (
+        True,
+        (
+            "Right: each score is w_vᵀ tanh(...), a sum of Da terms, each a small "
+            "random weight (PyTorch draws a Linear layer's weights from "
+            "U(−1/√fan_in, 1/√fan_in)) times a number in (−1, 1). So the scores of "
+            "different tokens differ by a few tenths, and exp of nearly equal numbers "
+            "is nearly equal. Training makes the scores spread out; the cell below "
+            "shows what a ten times larger w_v does."
+        ),
+    ),
+    "d": (
+        False,
+        (
+            "s_0 is the encoder's final state, not zero. And even a zero query would "
+            "leave the keys' term W_k h_t, which differs from token to token: the "
+            "query shifts the scores inside the tanh, it does not make them equal."
+        ),
+    ),
+}
+
+
+def check_why_nearly_uniform(choice) -> Feedback:
+    """Check the answer (a letter) to: why are an untrained decoder's attention weights
+    nearly uniform over the valid tokens?
+
+    Shapes:
+        choice: one of "a", "b", "c", "d"
+    """
+    if choice is None:
+        return Feedback.your_turn('set answer to "a", "b", "c" or "d".')
+    key = str(choice).strip().lower().strip("().")
+    if key not in _UNIFORM_CHOICES:
+        return Feedback.wrong(
+            f'{choice!r} is not one of the choices: answer "a", "b", "c" or "d".')
+    correct, message = _UNIFORM_CHOICES[key]
+    return Feedback(correct, message)

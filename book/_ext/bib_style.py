@@ -1,10 +1,11 @@
 """An author-year bibliography to match the author-year citations.
 
-The book cites as "(Bahdanau et al., 2014)" (``bibtex_reference_style: author_year``), but
-pybtex's built-in styles label the bibliography "[BCB14]" (alpha) or "[1]" (plain), so a reader
-cannot find the cited work by its name. This registers a pybtex style, ``authoryear``
-(``bibtex_default_style`` in _config.yml): the entries of the plain style, sorted by author,
-year and title, and labelled "Bahdanau et al., 2014", "Jain and Wallace, 2019", "Nadaraya, 1964".
+The book cites as "(Bahdanau et al., 2014)" (``bibtex_reference_style: author_year``),
+but pybtex's built-in styles label the bibliography "[BCB14]" (alpha) or "[1]" (plain),
+so a reader cannot find the cited work by its name. This registers a pybtex style,
+``authoryear`` (``bibtex_default_style`` in _config.yml): the entries of the plain
+style, sorted by author, year and title, and labelled "Bahdanau et al., 2014", "Jain and
+Wallace, 2019", "Nadaraya, 1964".
 """
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from sphinx.application import Sphinx
 
 
 def _surname(person) -> str:
-    return " ".join(str(part) for part in person.rich_prelast_names + person.rich_last_names)
+    return " ".join(
+        str(part) for part in person.rich_prelast_names + person.rich_last_names
+    )
 
 
 class AuthorYearLabelStyle(BaseLabelStyle):
@@ -51,6 +54,10 @@ class AuthorYearStyle(PlainStyle):
 
 
 def setup(app: Sphinx) -> dict:
-    register_plugin("pybtex.style.labels", "authoryear", AuthorYearLabelStyle, force=True)
-    register_plugin("pybtex.style.formatting", "authoryear", AuthorYearStyle, force=True)
+    register_plugin(
+        "pybtex.style.labels", "authoryear", AuthorYearLabelStyle, force=True
+    )
+    register_plugin(
+        "pybtex.style.formatting", "authoryear", AuthorYearStyle, force=True
+    )
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,21 +1,29 @@
 """The site's own scripts: served from the site itself (offline), each loaded once.
 
-jupyter-book 1.x loads MathJax 3 from a CDN, and myst-nb loads RequireJS and the ipywidgets
-HTML manager from CDNs on pages with saved widget state. ``_config.yml`` points those at
-``_static/vendor/...`` instead (``mathjax_path`` and ``nb_ipywidgets_js``); this extension puts
-the files there. They come from the npm registry, pinned by ``book/_vendor/package-lock.json``
-and installed by ``make book`` (``npm ci --prefix book/_vendor``), never committed.
+jupyter-book 1.x loads MathJax 3 from a CDN, and myst-nb loads RequireJS and the
+ipywidgets HTML manager from CDNs on pages with saved widget state. ``_config.yml``
+points those at ``_static/vendor/...`` instead (``mathjax_path`` and
+``nb_ipywidgets_js``); this extension puts the files there. They come from the npm
+registry, pinned by ``book/_vendor/package-lock.json`` and installed by ``make book``
+(``npm ci --prefix book/_vendor``), never committed.
 
-    _static/vendor/mathjax/        <- node_modules/mathjax/es5/ (tex-mml-chtml.js, fonts, extensions)
+    _static/vendor/mathjax/        <- node_modules/mathjax/es5/ (tex-mml-chtml.js,
+        fonts, extensions)
     _static/vendor/requirejs/      <- node_modules/requirejs/require.js
-    _static/vendor/html-manager/   <- node_modules/@jupyter-widgets/html-manager/dist/ (embed-amd.js, fonts)
-    _static/vendor/ipywidgets-offline.js <- book/_static/ipywidgets-offline.js (loaded first on widget
-                                    pages: points the manager at its fonts, bridges MathJax 2 calls to 3)
+    _static/vendor/html-manager/   <- node_modules/@jupyter-widgets/html-manager/dist/
+        (embed-amd.js, fonts)
+    _static/vendor/ipywidgets-offline.js <- book/_static/ipywidgets-offline.js (loaded
+        first on widget
+                                    pages: points the manager at its fonts, bridges
+                                        MathJax 2 calls to 3)
+    _static/vendor/book.css        <- book/_static/book.css (ours, on every page:
+        88-character code
+                                    blocks, pages usable 400 px wide)
 
-It also drops duplicate inline scripts. Sphinx 7.4 registers an inline script added during the
-build (``app.add_js_file(None, body=...)``) twice, once as ``None`` and once as ``''``;
-sphinx-thebe's ``const THEBE_JS_URL = ...`` then runs twice and every page logs
-"Identifier 'THEBE_JS_URL' has already been declared".
+It also drops duplicate inline scripts. Sphinx 7.4 registers an inline script added
+during the build (``app.add_js_file(None, body=...)``) twice, once as ``None`` and once
+as ``''``; sphinx-thebe's ``const THEBE_JS_URL = ...`` then runs twice and every page
+logs "Identifier 'THEBE_JS_URL' has already been declared".
 """
 from __future__ import annotations
 
@@ -33,9 +41,17 @@ NODE_MODULES = VENDOR / "node_modules"
 ASSETS = [
     (NODE_MODULES / "mathjax" / "es5", "mathjax", ()),
     (NODE_MODULES / "requirejs" / "require.js", "requirejs/require.js", ()),
-    (NODE_MODULES / "@jupyter-widgets" / "html-manager" / "dist", "html-manager", ("*.map", "embed.js", "embed.js.*")),
-    # Ours: sets the widget manager's asset path and bridges ipywidgets' MathJax 2 calls to MathJax 3.
+    (
+        NODE_MODULES / "@jupyter-widgets" / "html-manager" / "dist",
+        "html-manager",
+        ("*.map", "embed.js", "embed.js.*"),
+    ),
+    # Ours: sets the widget manager's asset path and bridges ipywidgets' MathJax 2 calls
+    # to MathJax 3.
     (VENDOR.parent / "_static" / "ipywidgets-offline.js", "ipywidgets-offline.js", ()),
+    # Ours: the book's layout rules (code width, narrow screens), loaded after the
+    # theme's CSS.
+    (VENDOR.parent / "_static" / "book.css", "book.css", ()),
 ]
 
 
@@ -45,8 +61,9 @@ def _check_installed(app: Sphinx) -> None:
     missing = [str(source) for source, _, _ in ASSETS if not source.exists()]
     if missing:
         raise ExtensionError(
-            f"The site's offline JavaScript is not installed (missing: {', '.join(missing)}). "
-            "Run `make book`, or `npm ci --prefix book/_vendor` before `jupyter-book build .`."
+            "The site's offline JavaScript is not installed (missing:"
+            f" {', '.join(missing)}). Run `make book`, or `npm ci --prefix"
+            " book/_vendor` before `jupyter-book build .`."
         )
 
 
@@ -57,13 +74,17 @@ def _copy_assets(app: Sphinx, exception: Exception | None) -> None:
     for source, dest, skip in ASSETS:
         target = static / dest
         if source.is_dir():
-            shutil.copytree(source, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*skip))
+            shutil.copytree(
+                source, target, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*skip)
+            )
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
 
 
-def _drop_duplicate_scripts(app: Sphinx, pagename, templatename, context, doctree) -> None:
+def _drop_duplicate_scripts(
+    app: Sphinx, pagename, templatename, context, doctree
+) -> None:
     scripts = context.get("script_files")
     if not isinstance(scripts, list):
         return
@@ -82,7 +103,9 @@ def _drop_duplicate_scripts(app: Sphinx, pagename, templatename, context, doctre
 
 
 def setup(app: Sphinx) -> dict:
+    app.add_css_file("vendor/book.css", priority=900)
     app.connect("builder-inited", _check_installed)
-    app.connect("html-page-context", _drop_duplicate_scripts, priority=900)  # after myst-nb's
+    # after myst-nb's
+    app.connect("html-page-context", _drop_duplicate_scripts, priority=900)
     app.connect("build-finished", _copy_assets)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

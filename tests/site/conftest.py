@@ -1,9 +1,10 @@
-"""Fixtures for the site tests: the built book served on 127.0.0.1, and headless Chromium.
+"""Fixtures for the site tests: the built book served on 127.0.0.1, and headless
+Chromium.
 
-The tests read the site that `make book` built in _build/html (`make test` builds it first).
-They need Debian's chromium and chromium-driver (`apt-get install chromium chromium-driver`;
-.ci/run installs them). Other browsers can be named with SITE_TEST_CHROMIUM and
-SITE_TEST_CHROMEDRIVER.
+The tests read the site that `make book` built in _build/html (`make test` builds it
+first). They need Debian's chromium and chromium-driver (`apt-get install chromium
+chromium-driver`; .ci/run installs them). Other browsers can be named with
+SITE_TEST_CHROMIUM and SITE_TEST_CHROMEDRIVER.
 """
 from __future__ import annotations
 
@@ -30,7 +31,10 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="session")
 def site() -> Path:
     if not (SITE / "index.html").is_file():
-        pytest.fail(f"No built site: {SITE / 'index.html'} is missing. Run `make book` first (`make test` does).")
+        pytest.fail(
+            f"No built site: {SITE / 'index.html'} is missing. Run `make book` first"
+            " (`make test` does)."
+        )
     return SITE
 
 
@@ -52,9 +56,9 @@ def browser(tmp_path_factory):
     missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.is_file()]
     if missing:
         pytest.fail(
-            f"The site tests need Chromium and its driver; missing: {', '.join(missing)}. "
-            "Install them with `sudo apt-get install chromium chromium-driver` "
-            "(or set SITE_TEST_CHROMIUM / SITE_TEST_CHROMEDRIVER)."
+            "The site tests need Chromium and its driver; missing:"
+            f" {', '.join(missing)}. Install them with `sudo apt-get install chromium"
+            " chromium-driver` (or set SITE_TEST_CHROMIUM / SITE_TEST_CHROMEDRIVER)."
         )
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -77,7 +81,9 @@ def browser(tmp_path_factory):
     ):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=str(CHROMEDRIVER)))
+    driver = webdriver.Chrome(
+        options=options, service=Service(executable_path=str(CHROMEDRIVER))
+    )
     driver.set_page_load_timeout(60)
     driver.set_script_timeout(30)
     yield driver

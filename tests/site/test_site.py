@@ -1,13 +1,17 @@
 """The built book, in a real browser: every page of _toc.yml loads cleanly and offline.
 
 Run with `make test` (which builds the site first) or, after `make book`,
-`.venv/bin/python -m pytest tests/site -q`. Each page is loaded once in headless Chromium; the
-tests below check what that load saw: console errors, typeset mathematics, images, widgets,
-the Colab/Binder launch links and the .ipynb download on notebook pages, and search.
+`.venv/bin/python -m pytest tests/site -q`. Each page is loaded once in headless
+Chromium; the tests below check what that load saw: console errors, typeset mathematics,
+images, widgets, the Colab/Binder launch links and the .ipynb download on notebook
+pages, and search. The explorers are tried as a reader would: every control of every
+static explorer must change the figure, the figure must fit a 400 px screen, and no dead
+ipywidgets control may show.
 """
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -33,7 +37,11 @@ def toc_docnames() -> list[str]:
             for key in ("root", "file"):
                 if isinstance(node.get(key), str):
                     name = node[key]
-                    names.append(name.rsplit(".", 1)[0] if name.endswith((".md", ".ipynb")) else name)
+                    names.append(
+                        name.rsplit(".", 1)[0]
+                        if name.endswith((".md", ".ipynb"))
+                        else name
+                    )
             for value in node.values():
                 if isinstance(value, (list, dict)):
                     walk(value)
@@ -62,21 +70,34 @@ SEARCH_CASES = [
     ("bootstrap", "chapters/03_bahdanau/02_training_and_results"),
 ]
 
+# What ipywidgets' HTML manager renders for a control (a slider, a list, a text box...).
+DEAD_CONTROLS = (
+    ".widget-slider, .widget-hslider, .widget-vslider, .widget-dropdown, "
+    ".widget-select, .widget-text, .widget-textarea, .widget-checkbox, "
+    ".widget-toggle-button, .widget-button, .widget-radio, .widget-play, "
+    ".widget-colorpicker, .widget-datepicker"
+)
+
 # Run in the page: what the load produced, once scripts have settled.
-_INSPECT = """
+_INSPECT = f"const DEAD_CONTROLS = {json.dumps(DEAD_CONTROLS)};" + """
 const math = Array.from(document.querySelectorAll('.math'));
 const untypeset = math.filter(el => !el.querySelector('mjx-container'))
                       .map(el => el.textContent.trim().slice(0, 80));
 const errors = Array.from(document.querySelectorAll('mjx-merror, [data-mjx-error]'))
-                    .map(el => el.getAttribute('data-mjx-error') || el.textContent.slice(0, 80));
+                    .map(el => el.getAttribute('data-mjx-error')
+                               || el.textContent.slice(0, 80));
 const images = Array.from(document.images).map(img => ({
     src: img.currentSrc || img.src, complete: img.complete, width: img.naturalWidth}));
 const links = Array.from(document.querySelectorAll('a[href]')).map(a => a.href);
-const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length;
+const views = document.querySelectorAll(
+    'script[type="application/vnd.jupyter.widget-view+json"]').length;
 const widgets = document.querySelectorAll('.jupyter-widgets').length;
 const external = performance.getEntriesByType('resource').map(entry => entry.name)
                             .filter(name => !name.startsWith(location.origin));
+const deadControls = Array.from(document.querySelectorAll(DEAD_CONTROLS)).map(
+    el => el.className.split(' ').filter(name => name.startsWith('widget-')).join(' '));
 return {math: math.length, untypeset, errors, images, links, views, widgets, external,
+        deadControls,
         title: document.title, mathjax: !!(window.MathJax && window.MathJax.version),
         mathjaxVersion: window.MathJax && window.MathJax.version || null};
 """
@@ -101,15 +122,19 @@ def _wait(predicate, timeout: float, interval: float = 0.1) -> bool:
 
 
 def load(browser, url: str) -> PageLoad:
-    """Open url, wait for MathJax, images and widgets, and collect what the page produced."""
+    """Open url, wait for MathJax, images and widgets, and collect what the page
+    produced."""
     browser.get_log("browser")  # drop what earlier pages logged
     browser.get(url)
     page = PageLoad(url=url)
-    _wait(lambda: browser.execute_script("return document.readyState") == "complete", 30)
+    _wait(
+        lambda: browser.execute_script("return document.readyState") == "complete", 30
+    )
     if browser.execute_script("return document.querySelector('.math') !== null"):
         started = _wait(
             lambda: browser.execute_script(
-                "return !!(window.MathJax && MathJax.startup && MathJax.startup.promise)"
+                "return !!(window.MathJax && MathJax.startup &&"
+                " MathJax.startup.promise)"
             ),
             20,
         )
@@ -117,15 +142,28 @@ def load(browser, url: str) -> PageLoad:
             "const done = arguments[arguments.length - 1];"
             "MathJax.startup.promise.then(() => done(true), () => done(false));"
         )
-    # Images: make lazy ones load now, then wait for every one to finish (loaded or failed).
-    browser.execute_script("document.querySelectorAll('img[loading=lazy]').forEach(i => i.loading = 'eager')")
-    _wait(lambda: browser.execute_script("return Array.from(document.images).every(i => i.complete)"), 15)
+    # Images: make lazy ones load now, then wait for every one to finish (loaded or
+    # failed).
+    browser.execute_script(
+        "document.querySelectorAll('img[loading=lazy]').forEach(i => i.loading ="
+        " 'eager')"
+    )
+    _wait(
+        lambda: browser.execute_script(
+            "return Array.from(document.images).every(i => i.complete)"
+        ),
+        15,
+    )
     views = browser.execute_script(
-        "return document.querySelectorAll('script[type=\"application/vnd.jupyter.widget-view+json\"]').length"
+        "return document.querySelectorAll("
+        "'script[type=\"application/vnd.jupyter.widget-view+json\"]').length"
     )
     if views:
         page.widgets_ready = _wait(
-            lambda: browser.execute_script("return document.querySelectorAll('.jupyter-widgets').length") >= views,
+            lambda: browser.execute_script(
+                "return document.querySelectorAll('.jupyter-widgets').length"
+            )
+            >= views,
             20,
         )
     time.sleep(0.2)  # let late console messages arrive
@@ -148,33 +186,43 @@ def loaded(browser, base_url):
 
 
 def _http_get(url: str) -> tuple[int, bytes]:
-    with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 - our own 127.0.0.1 server
+    # noqa: S310 - our own 127.0.0.1 server
+    with urllib.request.urlopen(url, timeout=10) as response:
         return response.status, response.read()
 
 
 def test_toc_pages_were_built(site):
     missing = [page for page in PAGES if not (site / f"{page}.html").is_file()]
     assert PAGES, "_toc.yml lists no pages"
-    assert not missing, f"pages listed in _toc.yml but not in _build/html: {missing}; rebuild with `make book`"
+    assert not missing, (
+        f"pages listed in _toc.yml but not in _build/html: {missing}; rebuild with"
+        " `make book`"
+    )
 
 
 def test_index_redirects_to_the_landing_page(browser, base_url):
     browser.get(base_url)
-    assert _wait(lambda: urlsplit(browser.current_url).path.endswith(f"/{PAGES[0]}.html"), 10), (
-        f"index.html should lead to {PAGES[0]}.html, the toc's root; it is at {browser.current_url}"
+    assert _wait(
+        lambda: urlsplit(browser.current_url).path.endswith(f"/{PAGES[0]}.html"), 10
+    ), (
+        f"index.html should lead to {PAGES[0]}.html, the toc's root; it is at"
+        f" {browser.current_url}"
     )
 
 
 @pytest.mark.parametrize("page", PAGES)
 def test_no_console_errors(loaded, page):
     result = loaded(page)
-    severe = [entry["message"] for entry in result.console if entry.get("level") == "SEVERE"]
+    severe = [
+        entry["message"] for entry in result.console if entry.get("level") == "SEVERE"
+    ]
     assert not severe, f"{page}: console errors:\n" + "\n".join(severe)
 
 
 @pytest.mark.parametrize("page", PAGES)
 def test_no_requests_leave_the_site(loaded, page):
-    """Everything a page loads (scripts, styles, fonts, images) comes from the site: it works offline."""
+    """Everything a page loads (scripts, styles, fonts, images) comes from the site: it
+    works offline."""
     external = loaded(page).info["external"]
     assert not external, f"{page}: loaded from outside the site (a CDN?): {external}"
 
@@ -186,14 +234,23 @@ def test_math_is_typeset(loaded, page):
     if info["math"] == 0:
         assert result.mathjax_ready is None
         return
-    assert result.mathjax_ready, f"{page}: MathJax did not start (is _static/vendor/mathjax there?)"
-    assert info["mathjaxVersion"] and info["mathjaxVersion"].startswith("3."), info["mathjaxVersion"]
-    assert not info["untypeset"], f"{page}: mathematics left as TeX: {info['untypeset'][:5]}"
-    assert not info["errors"], f"{page}: MathJax could not typeset: {info['errors'][:5]}"
+    assert (
+        result.mathjax_ready
+    ), f"{page}: MathJax did not start (is _static/vendor/mathjax there?)"
+    assert info["mathjaxVersion"] and info["mathjaxVersion"].startswith("3."), info[
+        "mathjaxVersion"
+    ]
+    assert not info[
+        "untypeset"
+    ], f"{page}: mathematics left as TeX: {info['untypeset'][:5]}"
+    assert not info[
+        "errors"
+    ], f"{page}: MathJax could not typeset: {info['errors'][:5]}"
 
 
 def test_notation_page_has_typeset_math(loaded):
-    """Guards the test above against passing vacuously: the notation page is mostly formulas."""
+    """Guards the test above against passing vacuously: the notation page is mostly
+    formulas."""
     info = loaded("book/notation").info
     assert info["math"] >= 5 and not info["untypeset"], info
 
@@ -201,7 +258,9 @@ def test_notation_page_has_typeset_math(loaded):
 @pytest.mark.parametrize("page", PAGES)
 def test_images_load(loaded, page):
     images = loaded(page).info["images"]
-    broken = [img["src"] for img in images if not (img["complete"] and img["width"] > 0)]
+    broken = [
+        img["src"] for img in images if not (img["complete"] and img["width"] > 0)
+    ]
     assert not broken, f"{page}: images that did not load: {broken}"
 
 
@@ -212,7 +271,8 @@ def test_saved_widgets_render(loaded, page):
         assert result.info["views"] == 0
         return
     assert result.widgets_ready, (
-        f"{page}: {result.info['views']} saved widget views but only {result.info['widgets']} rendered"
+        f"{page}: {result.info['views']} saved widget views but only"
+        f" {result.info['widgets']} rendered"
     )
 
 
@@ -223,9 +283,10 @@ def _expected_launch_urls(config: dict, page: str) -> dict[str, str]:
     prefix = repo.get("path_to_book", "").strip("/")
     path = f"{prefix}/{page}.ipynb" if prefix else f"{page}.ipynb"
     colab = config["launch_buttons"]["colab_url"].rstrip("/")
+    binder = config["launch_buttons"]["binderhub_url"].rstrip("/")
     return {
         "colab": f"{colab}/github/{owner_repo}/blob/{branch}/{path}",
-        "binder": f"{config['launch_buttons']['binderhub_url'].rstrip('/')}/v2/gh/{owner_repo}/{branch}",
+        "binder": f"{binder}/v2/gh/{owner_repo}/{branch}",
     }
 
 
@@ -237,21 +298,31 @@ def test_colab_and_binder_launch_links(loaded, book_config, page):
         f"{page}: no Colab link to {expected['colab']}; launch links: "
         f"{[link for link in links if 'colab' in link or 'binder' in link]}"
     )
-    assert any(link.startswith(expected["binder"]) for link in links), f"{page}: no Binder link"
+    assert any(
+        link.startswith(expected["binder"]) for link in links
+    ), f"{page}: no Binder link"
 
 
 @pytest.mark.parametrize("page", NOTEBOOK_PAGES)
 def test_ipynb_download_offered(loaded, page):
-    links = [link for link in loaded(page).info["links"] if urlsplit(link).path.endswith(".ipynb")]
+    links = [
+        link
+        for link in loaded(page).info["links"]
+        if urlsplit(link).path.endswith(".ipynb")
+    ]
     local = [link for link in links if link.startswith("http://127.0.0.1")]
     assert local, f"{page}: no .ipynb download link"
     status, body = _http_get(local[0])
     notebook = json.loads(body)
-    assert status == 200 and notebook.get("nbformat") == 4 and notebook.get("cells"), local[0]
+    assert (
+        status == 200 and notebook.get("nbformat") == 4 and notebook.get("cells")
+    ), local[0]
     assert urlsplit(local[0]).path.endswith(f"/{page}.ipynb"), local[0]
 
 
-@pytest.mark.parametrize(("word", "page"), SEARCH_CASES, ids=[word for word, _ in SEARCH_CASES])
+@pytest.mark.parametrize(
+    ("word", "page"), SEARCH_CASES, ids=[word for word, _ in SEARCH_CASES]
+)
 def test_search_finds_page(browser, base_url, word, page):
     if page not in PAGES:
         pytest.fail(f"search case ({word!r}, {page!r}): {page} is not in _toc.yml")
@@ -264,8 +335,211 @@ def test_search_finds_page(browser, base_url, word, page):
         20,
     )
     hits = browser.execute_script(
-        "return Array.from(document.querySelectorAll('#search-results ul.search li a')).map(a => a.href)"
+        "return Array.from(document.querySelectorAll('#search-results ul.search li"
+        " a')).map(a => a.href)"
     )
     paths = [urlsplit(hit).path for hit in hits]
     assert finished, f"search for {word!r} did not finish"
-    assert f"/{page}.html" in paths, f"search for {word!r} should list {page}.html; it listed {paths}"
+    assert (
+        f"/{page}.html" in paths
+    ), f"search for {word!r} should list {page}.html; it listed {paths}"
+
+
+# --- Presentation: what the website shows of a notebook, and pages on a narrow screen
+# ---
+
+# The first element wider than the window that no scrolling box holds: what makes a page
+# scroll.
+_OVERFLOW = """
+const width = document.documentElement.clientWidth;
+function inScrollBox(el) {
+    for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+        if (getComputedStyle(a).overflowX !== 'visible') return true;
+    }
+    return false;
+}
+const culprits = [];
+for (const el of document.querySelectorAll('body *')) {
+    const box = el.getBoundingClientRect();
+    if (box.width > 0 && box.right > width + 1 && !inScrollBox(el)) {
+        const name = `${el.tagName.toLowerCase()}.${el.className}`;
+        const text = (el.textContent || '').trim().slice(0, 60);
+        culprits.push(`${name} (right edge ${Math.round(box.right)}px): ${text}`);
+    }
+}
+return {scrollWidth: document.documentElement.scrollWidth,
+        innerWidth: window.innerWidth, culprits: culprits.slice(0, 5)};
+"""
+
+
+@pytest.fixture
+def narrow_window(browser):
+    """The browser 400 px wide (a phone) for one test, then back to its usual size."""
+    size = browser.get_window_size()
+    browser.set_window_size(400, 900)
+    yield browser
+    browser.set_window_size(size["width"], size["height"])
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_does_not_scroll_sideways_400px_wide(narrow_window, base_url, page):
+    """Figures scale, and wide tables, equations and code scroll inside their own
+    box."""
+    load(narrow_window, urljoin(base_url, quote(f"{page}.html")))
+    found = narrow_window.execute_script(_OVERFLOW)
+    assert found["innerWidth"] == 400, found
+    assert found["scrollWidth"] <= found["innerWidth"] + 1, (
+        f"{page} is {found['scrollWidth']} px wide in a 400 px window; too wide:\n"
+        + "\n".join(found["culprits"])
+    )
+
+
+# Each code cell's source block: its longest line, and whether the block has to scroll.
+_CODE_BLOCKS = """
+return Array.from(document.querySelectorAll('div.cell_input pre')).map(pre => ({
+    longest: Math.max(...pre.textContent.split('\\n').map(line => line.length)),
+    scrolls: pre.scrollWidth > pre.clientWidth,
+    start: pre.textContent.slice(0, 60)}));
+"""
+
+
+@pytest.mark.parametrize("page", NOTEBOOK_PAGES)
+def test_code_cells_show_88_characters_without_scrolling(browser, base_url, page):
+    """At 1280 px (a laptop) a code line of up to 88 characters shows whole, not cut."""
+    size = browser.get_window_size()
+    assert size["width"] == 1280, size
+    load(browser, urljoin(base_url, quote(f"{page}.html")))
+    blocks = browser.execute_script(_CODE_BLOCKS)
+    assert blocks, f"{page}: no code cells found (selector div.cell_input pre)"
+    cut = [b["start"] for b in blocks if b["scrolls"] and b["longest"] <= 88]
+    assert (
+        not cut
+    ), f"{page}: code blocks cut although no line passes 88 characters: {cut}"
+
+
+@pytest.mark.parametrize("page", NOTEBOOK_PAGES)
+def test_setup_cell_and_colab_form_titles_stay_off_the_website(site, page):
+    """The Colab setup cell (tag remove-cell) and `#@title` lines are for Colab only."""
+    html = (site / f"{page}.html").read_text(encoding="utf-8")
+    assert "google.colab" not in html, f"{page}: the Colab setup cell is shown"
+    assert "#@title" not in html, f"{page}: a Colab form's #@title line is shown"
+
+
+# Explorers. A notebook explorer is live in Jupyter and Colab (ipywidgets) and hidden on
+# the site (`remove-cell`); the site shows its twin drawn in advance by
+# attention_lib.static_explorer, whose controls work without a kernel. A rendered
+# ipywidgets control on the site is dead: it cannot change anything.
+def _explorer_pages() -> list[str]:
+    explorer = re.compile(r"^\s*(import|from) ipywidgets|static_explorer\(", re.M)
+    pages = []
+    for page in NOTEBOOK_PAGES:
+        notebook = json.loads((ROOT / f"{page}.ipynb").read_text(encoding="utf-8"))
+        code = [c["source"] for c in notebook["cells"] if c["cell_type"] == "code"]
+        if any(explorer.search("".join(source)) for source in code):
+            pages.append(page)
+    return pages
+
+
+EXPLORER_PAGES = _explorer_pages()
+
+_EXPLORER_STATE = """
+const root = document.getElementById(arguments[0]);
+const image = root.querySelector('img');
+return {state: image.getAttribute('data-state'), src: image.src, alt: image.alt,
+        loaded: image.complete && image.naturalWidth > 0,
+        readouts: Array.from(root.querySelectorAll('output')).map(o => o.textContent)};
+"""
+
+
+def test_explorer_pages_found():
+    """Guards the explorer tests against passing vacuously."""
+    page = "chapters/02_attention/04_vectorised_attention"
+    assert page in EXPLORER_PAGES, EXPLORER_PAGES
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_dead_widget_controls(loaded, page):
+    """Saved widgets render without a kernel, so their controls would do nothing: none
+    may show (tag the live explorer's cell `remove-cell`, show a static_explorer)."""
+    dead = loaded(page).info["deadControls"]
+    assert not dead, f"{page}: ipywidgets controls that need a kernel: {dead}"
+
+
+def _open(browser, base_url, page):
+    browser.get(urljoin(base_url, quote(f"{page}.html")))
+    _wait(
+        lambda: browser.execute_script("return document.readyState") == "complete", 30
+    )
+
+
+@pytest.mark.parametrize("page", EXPLORER_PAGES)
+def test_static_explorer_controls_change_the_figure(browser, base_url, page):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select
+
+    _open(browser, base_url, page)
+    ids = browser.execute_script(
+        "return Array.from(document.querySelectorAll('.static-explorer'))"
+        ".map(e => e.id)"
+    )
+    assert ids, f"{page}: an explorer in the notebook, but none that works on the site"
+    assert len(set(ids)) == len(ids), f"{page}: explorers share an id: {ids}"
+    for explorer_id in ids:
+        root = browser.find_element(By.ID, explorer_id)
+        controls = root.find_elements(By.CSS_SELECTOR, "[data-control]")
+        assert controls, f"{page}: explorer {explorer_id} has no controls"
+        for control in controls:
+            name = control.get_attribute("id")
+            browser.execute_script(
+                "arguments[0].scrollIntoView({block: 'center'})", control
+            )
+            before = browser.execute_script(_EXPLORER_STATE, explorer_id)
+            if control.tag_name == "select":  # pick another entry, as a reader does
+                first = control.get_attribute("value") == "0"
+                Select(control).select_by_index(1 if first else 0)
+            else:  # a range: the arrow keys move it one stop, as a reader does
+                at_end = control.get_attribute("value") == control.get_attribute("max")
+                control.send_keys(Keys.ARROW_LEFT if at_end else Keys.ARROW_RIGHT)
+
+            def state():
+                return browser.execute_script(_EXPLORER_STATE, explorer_id)
+
+            _wait(lambda: state()["state"] != before["state"] and state()["loaded"], 5)
+            after = state()
+            assert after["state"] != before["state"], f"{page}: {name} changed nothing"
+            assert after["src"] != before["src"], f"{page}: {name}: the same figure"
+            assert after["alt"] != before["alt"], f"{page}: {name}: the same alt text"
+            assert after["loaded"], f"{page}: {name}: the new figure did not load"
+            if control.tag_name == "input":
+                readouts = after["readouts"], before["readouts"]
+                assert readouts[0] != readouts[1], f"{page}: {name}: the same readout"
+
+
+@pytest.mark.parametrize("page", EXPLORER_PAGES)
+def test_static_explorers_fit_a_narrow_screen(narrow_window, base_url, page):
+    """At 400 px the explorer's figure scales to the column and its controls stay on
+    screen."""
+    _open(narrow_window, base_url, page)
+    overflow = narrow_window.execute_script(
+        "const width = document.documentElement.clientWidth;"
+        "const parts = '.static-explorer img, .static-explorer [data-control]';"
+        "return Array.from(document.querySelectorAll(parts))"
+        ".map(el => [el.id, Math.round(el.getBoundingClientRect().right), width])"
+        ".filter(([id, right, w]) => right > w + 1);"
+    )
+    count = narrow_window.execute_script(
+        "return document.querySelectorAll('.static-explorer').length"
+    )
+    assert count, f"{page}: no explorer"
+    assert not overflow, f"{page}: off screen at 400 px (id, right, width): {overflow}"
+
+
+@pytest.mark.parametrize("page", NOTEBOOK_PAGES)
+def test_exercise_feedback_uses_marks_that_ordinary_fonts_draw(site, page):
+    """✓/✗, not the emoji ✅/❌ (empty boxes in a browser without an emoji font), and a
+    neutral "Your turn" note, not a red "Not implemented yet" box, before an answer."""
+    html = (site / f"{page}.html").read_text(encoding="utf-8")
+    for emoji in ("\u2705", "\u274c"):
+        assert emoji not in html, f"{page}: emoji {emoji} in the page; re-execute it"
+    assert "Not implemented yet" not in html, f"{page}: old placeholder; re-execute it"
