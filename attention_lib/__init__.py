@@ -27,11 +27,11 @@ from .attention import (
     attention_loop,
     attention_pooling,
     dot_product_scores,
-    scaled_dot_product_attention,
+    dot_product_attention,
 )
 from .bahdanau import BahdanauDecoder, BahdanauState
 from .claims import ClaimError, claim, glue
-from .beam_search import beam_search
+from .decoding import Decoder, beam_search, greedy_decode, translate
 from .data import (
     DATA_ENV_VAR,
     FRA_ENG_SHA1,
@@ -57,10 +57,10 @@ from .evaluation import (
     compare_bleu,
     copy_accuracy,
     corpus_bleu,
-    translate,
 )
 from .gru import GRUCell, gru_update
 from .masking import masked_softmax, valid_lens_to_mask
+from .multihead import MultiHeadAttention, merge_heads, split_heads
 from .plotting import (
     StaticExplorerHTML,
     plot_bleu_by_length,
@@ -69,7 +69,7 @@ from .plotting import (
     static_explorer,
     use_cjk_font,
 )
-from .seq2seq import EncoderDecoder, Seq2SeqDecoder, Seq2SeqEncoder, greedy_decode
+from .seq2seq import EncoderDecoder, Seq2SeqDecoder, Seq2SeqEncoder
 from .training import (
     choose_device,
     evaluate_loss,

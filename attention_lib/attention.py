@@ -45,7 +45,7 @@ __all__ = [
     "dot_product_scores",
     "additive_scores",
     "attention_pooling",
-    "scaled_dot_product_attention",
+    "dot_product_attention",
     "attention_loop",
     "DotProductAttention",
     "AdditiveAttention",
@@ -231,7 +231,7 @@ def attention_pooling(
     return used @ values, attn_weights  # (B, Lq, Dv), (B, Lq, Lk)
 
 
-def scaled_dot_product_attention(
+def dot_product_attention(
     queries: Tensor,
     keys: Tensor,
     values: Tensor,
@@ -249,16 +249,12 @@ def scaled_dot_product_attention(
     Two paths, one meaning:
 
     * ``need_weights=True`` (default): the explicit path, :func:`dot_product_scores`
-      then
-      :func:`attention_pooling`; returns the weights for heat maps.
+      then :func:`attention_pooling`; returns the weights for heat maps.
     * ``need_weights=False``: the fast path, which hands the work to PyTorch's fused
-      ``torch.nn.functional.scaled_dot_product_attention`` (it never builds the (Lq, Lk)
-          weight
-      matrix in full) and returns ``None`` for the weights. ``valid_lens`` become a
-          boolean mask,
-      and queries with no key to attend to are set to zero, as on the explicit path. The
-          tests
-      check that both paths agree.
+      ``torch.nn.functional.scaled_dot_product_attention`` (it never builds the
+      (Lq, Lk) weight matrix in full) and returns ``None`` for the weights.
+      ``valid_lens`` become a boolean mask, and queries with no key to attend to are
+      set to zero, as on the explicit path. The tests check that both paths agree.
 
     Shapes:
         queries:    (B, Lq, D) or (B, ..., Lq, D)
@@ -306,7 +302,7 @@ def attention_loop(
 ) -> tuple[Tensor, Tensor]:
     """Scaled dot-product attention one query at a time, the way a decoder meets them.
 
-    A reference for the vectorised :func:`scaled_dot_product_attention`, which it equals
+    A reference for the vectorised :func:`dot_product_attention`, which it equals
     (the tests check): for each example ``b`` and query ``i``, score every key, softmax
     over the keys this query may see, and average the values. Slow on purpose: used by
     the benchmark and the chapter to show what stacking the queries into Q buys.
@@ -351,10 +347,13 @@ class DotProductAttention(nn.Module):
     """Dot-product attention (Luong et al., 2015), scaled by ``1/√D`` (Vaswani et al.,
     2017) by default.
 
-    ``scale=True`` divides the scores by √D, ``scale=False`` uses the plain dot product,
-    and a number multiplies the scores by that number (1/temperature). No parameters:
-    queries and keys must already have one size D. After each call,
-    ``attention_weights`` holds the weights (before dropout) for heat maps.
+    ``scale`` means what it means everywhere in the library: None (the default)
+    divides the scores by √D, and a number multiplies them by that number (1.0: the
+    plain dot product; in general 1/temperature). No parameters:
+    queries and keys must already have one size D. ``need_weights=False`` (the
+    default, for training) takes PyTorch's fused kernel and leaves ``attention_weights``
+    at None; ``need_weights=True`` keeps the weights (detached, before dropout) in
+    ``attention_weights`` for heat maps.
 
     Shapes:
         queries:    (B, Lq, D);  keys: (B, Lk, D);  values: (B, Lk, Dv)
@@ -366,13 +365,10 @@ class DotProductAttention(nn.Module):
     Taught in ``chapters/02_attention/03_scoring_functions.ipynb``.
     """
 
-    def __init__(self, dropout: float = 0.0, scale: bool | float = True):
+    def __init__(self, dropout: float = 0.0, scale: float | None = None):
         super().__init__()
-        if not isinstance(scale, (bool, int, float)):
-            raise TypeError(
-                "scale must be True (1/√D), False (no scaling) or a number, got"
-                f" {scale!r}"
-            )
+        if scale is not None:
+            _resolve_scale(scale, 1)  # a number or None, or a TypeError that says so
         self.scale = scale
         self.dropout = nn.Dropout(dropout)
         self.attention_weights: Tensor | None = None
@@ -384,16 +380,14 @@ class DotProductAttention(nn.Module):
         values: Tensor,
         valid_lens: Tensor | None = None,
         mask: Tensor | None = None,
+        *,
+        need_weights: bool = False,
     ) -> Tensor:
-        scale = (
-            None
-            if self.scale is True
-            else 1.0 if self.scale is False else float(self.scale)
-        )
         dropout_p = self.dropout.p if self.training else 0.0
-        output, self.attention_weights = scaled_dot_product_attention(
-            # (B, Lq, Dv)
-            queries, keys, values, valid_lens, mask, scale=scale, dropout_p=dropout_p)
+        output, weights = dot_product_attention(  # (B, Lq, Dv), (B, Lq, Lk) or None
+            queries, keys, values, valid_lens, mask, self.scale, dropout_p, need_weights
+        )
+        self.attention_weights = None if weights is None else weights.detach()
         return output
 
     def extra_repr(self) -> str:
@@ -407,8 +401,9 @@ class AdditiveAttention(nn.Module):
     (Da). The submodules are named as in *Dive into Deep Learning* (``W_k``, ``W_q``,
     ``w_v``), so weights copy one to one. A decoder that queries the same keys at every
     step can call :meth:`project_keys` once per sentence and pass the result as
-    ``projected_keys``. After each call, ``attention_weights`` holds the weights (before
-    dropout) for heat maps.
+    ``projected_keys``. With ``need_weights=True``, ``attention_weights`` keeps the
+    weights (detached, before dropout) for heat maps; otherwise it is None (there is no
+    fused kernel for additive scores: the switch only decides what is kept).
 
     Shapes:
         queries:    (B, Lq, query_size);  keys: (B, Lk, key_size);  values: (B, Lk, Dv)
@@ -463,7 +458,8 @@ class AdditiveAttention(nn.Module):
         valid_lens: Tensor | None = None,
         mask: Tensor | None = None,
         *,
-        projected_keys: Tensor | None = None
+        projected_keys: Tensor | None = None,
+        need_weights: bool = False,
     ) -> Tensor:
         self._check_size("queries", queries, self.query_size, "query_size")
         self._check_size("keys", keys, self.key_size, "key_size")
@@ -495,10 +491,11 @@ class AdditiveAttention(nn.Module):
             self.W_q(queries), projected_keys, self.w_v.weight
         )  # (B, Lq, Lk)
         dropout_p = self.dropout.p if self.training else 0.0
-        output, self.attention_weights = attention_pooling(
+        output, weights = attention_pooling(
             attn_scores, values, valid_lens, mask, dropout_p
-        )
-        return output  # (B, Lq, Dv)
+        )  # (B, Lq, Dv), (B, Lq, Lk)
+        self.attention_weights = weights.detach() if need_weights else None
+        return output
 
     def extra_repr(self) -> str:
         return (

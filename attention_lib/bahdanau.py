@@ -206,7 +206,8 @@ class BahdanauDecoder(nn.Module):
             # 2. Attend with the previous state of the top layer as the query.
             query = layers[-1].unsqueeze(1)  # (B, 1, Ds)
             context = self.attention(query, enc_outputs, enc_outputs, mask=src_mask,
-                                     projected_keys=projected_keys)  # (B, 1, Dk)
+                                     projected_keys=projected_keys,
+                                     need_weights=True)  # (B, 1, Dk)
             weights.append(self.attention.attention_weights)  # (B, 1, Lk)
             # 3. First layer: the GRU update with input [y_{t'-1}; c_t'], i.e. W_y y +
             # W_c c + b. (B, 3*Ds)

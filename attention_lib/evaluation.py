@@ -23,18 +23,17 @@ import sacrebleu
 import torch
 
 from ._checks import check_int, check_str_list, describe
-from .beam_search import beam_search
 from .data import Batch, TranslationData
-from .seq2seq import greedy_decode
+from .decoding import greedy_decode, translate
 
 __all__ = [
     "bleu",
     "corpus_bleu",
     "compare_bleu",
-    "translate",
     "bleu_by_length",
     "bleu_interval",
     "copy_accuracy",
+    "alignment_hits",
 ]
 
 
@@ -159,61 +158,6 @@ def compare_bleu(
     return [
         (name, r.score, r.ci, r.p_value) for name, r in zip(systems, scores["BLEU"])
     ]
-
-
-def translate(
-    model,
-    data: TranslationData,
-    sentences: Sequence[str],
-    max_len: int | None = None,
-    batch_size: int = 256,
-    beam_size: int = 1,
-) -> tuple[list[str], list[torch.Tensor]]:
-    """Translations of raw English sentences, as space-separated French tokens.
-
-    ``beam_size=1`` decodes greedily (:func:`~attention_lib.seq2seq.greedy_decode`); a
-    larger beam uses :func:`~attention_lib.beam_search.beam_search` (its decoder must
-    have ``reorder_state``). Also returns, per sentence, its attention weights (steps,
-    Lk) when the decoder keeps them.
-
-    ``sentences`` must be a list of strings (a single string is refused, not split into
-    characters); an empty list gives empty results. ``max_len=None`` means
-    ``data.num_steps + 2``.
-
-    Shapes:
-        sentences: N strings; returns: N strings, N tensors of (T, Lk) (or an empty
-            list)
-
-    Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb`` (beam search in
-    ``chapters/03_bahdanau/02_training_and_results.ipynb``).
-    """
-    sentences = check_str_list("sentences", sentences)
-    max_len = (
-        data.num_steps + 2 if max_len is None else check_int("max_len", max_len, 0)
-    )
-    check_int("batch_size", batch_size, 1)
-    check_int("beam_size", beam_size, 1)
-    vocab = data.tgt_vocab
-    out, attention = [], []
-    for start in range(0, len(sentences), batch_size):
-        src, src_valid_lens = data.encode_source(sentences[start:start + batch_size])
-        if beam_size == 1:
-            indices, steps = greedy_decode(
-                model, src, src_valid_lens, vocab.bos, vocab.eos, max_len
-            )
-            stacked = torch.stack(steps, dim=1) if steps else None  # (B, T, Lk)
-            weights = (
-                []
-                if stacked is None
-                else [stacked[i, : max(len(row), 1)] for i, row in enumerate(indices)]
-            )
-        else:
-            indices, weights = beam_search(
-                model, src, src_valid_lens, vocab.bos, vocab.eos, max_len, beam_size
-            )
-        out.extend(" ".join(vocab.to_tokens(row)) for row in indices)
-        attention.extend(weights)
-    return out, attention
 
 
 def bleu_by_length(

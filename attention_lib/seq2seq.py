@@ -20,7 +20,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from ._checks import check_int, describe
 from .masking import _check_valid_lens
 
-__all__ = ["Seq2SeqEncoder", "Seq2SeqDecoder", "EncoderDecoder", "greedy_decode"]
+__all__ = ["Seq2SeqEncoder", "Seq2SeqDecoder", "EncoderDecoder"]
 
 
 def _check_tokens(name: str, tokens: Tensor) -> None:
@@ -143,6 +143,7 @@ class Seq2SeqDecoder(nn.Module):
         self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers,
                           dropout=dropout if num_layers > 1 else 0.0, batch_first=True)
         self.dense = nn.Linear(num_hiddens, vocab_size)
+        self.attention_weights = None  # no attention: the decoder protocol's answer
 
     def init_state(
         self, enc_outputs: tuple[Tensor, Tensor], src_valid_lens: Tensor | None = None
@@ -160,6 +161,16 @@ class Seq2SeqDecoder(nn.Module):
         # (B, Lq, Ds)
         outputs, hidden = self.rnn(torch.cat([embs, context_rep], dim=-1), hidden)
         return self.dense(outputs), (context, hidden)  # (B, Lq, V)
+
+    @staticmethod
+    def reorder_state(state, index: Tensor):
+        """Pick (and repeat) batch rows of a state, as beam search needs.
+
+        Shapes:
+            index: (B',) long; returns: a state with batch size B'
+        """
+        context, hidden = state  # (B, Ds), (num_layers, B, Ds)
+        return context.index_select(0, index), hidden.index_select(1, index)
 
 
 class EncoderDecoder(nn.Module):
@@ -184,93 +195,3 @@ class EncoderDecoder(nn.Module):
         state = self.decoder.init_state(enc_outputs, src_valid_lens)
         logits, _ = self.decoder(tgt_input, state)
         return logits  # (B, Lq, V)
-
-
-@torch.no_grad()
-def greedy_decode(
-    model: EncoderDecoder,
-    src: Tensor,
-    src_valid_lens: Tensor | None,
-    bos: int,
-    eos: int,
-    max_len: int,
-) -> tuple[list[list[int]], list[Tensor]]:
-    """Translate a batch greedily: feed back the most likely token until ``<eos>`` or
-    ``max_len``.
-
-    Returns the output indices per sentence (without ``<bos>``, cut before ``<eos>``)
-    and, when the decoder keeps ``attention_weights``, one (B, Lk) tensor per step (an
-    empty list otherwise).
-
-    Shapes:
-        src: (B, Lk); src_valid_lens: (B,) or None
-        returns: B lists of at most ``max_len`` ints; list of steps of (B, Lk)
-
-    ``max_len=0`` gives B empty outputs (as
-    :func:`~attention_lib.beam_search.beam_search` does); a negative ``max_len`` is a
-    ValueError.
-
-    Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
-    """
-    state, device = _start_decoding(model, src, src_valid_lens, bos, eos, max_len)
-    batch_size = src.shape[0]
-    token = torch.full((batch_size, 1), bos, dtype=torch.long, device=device)  # (B, 1)
-    finished = torch.zeros(batch_size, dtype=torch.bool, device=device)
-    outputs, weights = [], []
-    for _ in range(max_len):
-        logits, state = model.decoder(token, state)  # (B, 1, V)
-        token = logits.argmax(dim=-1)  # (B, 1)
-        outputs.append(token.squeeze(1))
-        step_weights = getattr(model.decoder, "attention_weights", None)
-        if step_weights is not None:
-            # (B, Lk)
-            weights.append(step_weights.reshape(batch_size, -1).detach().cpu())
-        finished |= token.squeeze(1) == eos
-        if bool(finished.all()):
-            break
-    steps = (
-        torch.stack(outputs, dim=1).tolist()
-        if outputs
-        else [[] for _ in range(batch_size)]
-    )  # (B, T)
-    return [_cut_at_eos(row, eos) for row in steps], weights
-
-
-def _start_decoding(
-    model: EncoderDecoder,
-    src: Tensor,
-    src_valid_lens: Tensor | None,
-    bos: int,
-    eos: int,
-    max_len: int,
-):
-    """What every decoding loop does first: check its arguments, switch to eval mode,
-    move the batch to the model's device and encode it. Returns the decoder's initial
-    state and the device."""
-    _check_tokens("src", src)
-    if src_valid_lens is not None:
-        _check_src_valid_lens(src, src_valid_lens)
-    check_int("max_len", max_len, 0)
-    embedding = getattr(model.decoder, "embedding", None)
-    for name, token in (("bos", bos), ("eos", eos)):
-        if check_int(name, token, 0) >= getattr(
-            embedding, "num_embeddings", float("inf")
-        ):
-            raise ValueError(
-                f"{name} must be a token index of the target vocabulary, in [0, "
-                f"{embedding.num_embeddings}), got {token}"
-            )
-    model.eval()
-    device = next(model.parameters()).device
-    src = src.to(device)
-    src_valid_lens = None if src_valid_lens is None else src_valid_lens.to(device)
-    return (
-        model.decoder.init_state(model.encoder(src, src_valid_lens), src_valid_lens),
-        device,
-    )
-
-
-def _cut_at_eos(indices: list[int], eos: int) -> list[int]:
-    """The output proper: the indices before the first ``<eos>`` (all of them if there
-    is none)."""
-    return indices[: indices.index(eos)] if eos in indices else indices

@@ -6,11 +6,13 @@ Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
 from __future__ import annotations
 
 import random
+from typing import Callable, Iterable
 
 import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
+from torch.optim.lr_scheduler import LRScheduler
 from tqdm.auto import tqdm
 
 __all__ = [
@@ -84,18 +86,23 @@ def train_seq2seq(
     device: torch.device | None = None,
     val_loader=None,
     progress: bool = True,
+    optimizer: Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer] | None = None,
+    schedule: Callable[[torch.optim.Optimizer], LRScheduler] | None = None,
 ) -> dict[str, list[float]]:
     """Train an :class:`~attention_lib.seq2seq.EncoderDecoder` with teacher forcing.
 
-    Adam, gradient-norm clipping at ``grad_clip``, one progress bar over all batches.
-    Returns the loss history: the mean training loss per token for each epoch
-    (``"train"``) and, when a ``val_loader`` is given, the validation loss after each
-    epoch (``"val"``).
+    Adam with learning rate ``lr`` unless ``optimizer`` is given: a factory that takes
+    the model's parameters and returns an optimiser, e.g.
+    ``lambda params: torch.optim.SGD(params, lr=0.1)``. ``schedule``, if given, takes
+    the optimiser and returns a learning-rate scheduler, stepped after every batch (a
+    Transformer's warm-up is one). Gradient-norm clipping at ``grad_clip``, one
+    progress bar over all batches. Returns the loss history: the mean training loss per
+    token for each epoch (``"train"``) and, when a ``val_loader`` is given, the
+    validation loss after each epoch (``"val"``).
 
     Shapes:
         each batch: :class:`~attention_lib.data.Batch` (src (B, Lk), src_valid_lens
-            (B,),
-        tgt_input (B, Lq), tgt_output (B, Lq), tgt_valid_lens (B,))
+        (B,), tgt_input (B, Lq), tgt_output (B, Lq), tgt_valid_lens (B,))
 
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
     """
@@ -103,7 +110,11 @@ def train_seq2seq(
         raise ValueError(f"num_epochs must be at least 1, got {num_epochs}")
     device = device or choose_device()
     model.to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    if optimizer is None:
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    else:
+        optimizer = optimizer(model.parameters())
+    scheduler = None if schedule is None else schedule(optimizer)
     history: dict[str, list[float]] = {"train": []}
     if val_loader is not None:
         history["val"] = []
@@ -130,6 +141,8 @@ def train_seq2seq(
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
             optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
             n = int((tgt_output != pad).sum())
             total, tokens = total + loss.item() * n, tokens + n
             bar.update(1)

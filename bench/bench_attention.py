@@ -11,9 +11,9 @@ that slows down slows all of them; the table shows medians over rounds and ratio
 Absolute times are not comparable between runs on shared machines; the ratios are what to read.
 
 Candidates:
-  library (weights)  scaled_dot_product_attention(..., need_weights=True), the default: explicit
+  library (weights)  dot_product_attention(..., need_weights=True), the default: explicit
                      scores -> masked softmax -> average, returning the (B, Lq, Lk) weights
-  library (fast)     scaled_dot_product_attention(..., need_weights=False): hands the work to SDPA
+  library (fast)     dot_product_attention(..., need_weights=False): hands the work to SDPA
   SDPA               torch.nn.functional.scaled_dot_product_attention
   loop               attention_loop: one query at a time (timed on fewer rounds: it is slow)
 """
@@ -30,7 +30,7 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from attention_lib import attention_loop, scaled_dot_product_attention  # noqa: E402
+from attention_lib import attention_loop, dot_product_attention  # noqa: E402
 
 SIZES = [(64, 32, 32, 64), (16, 256, 256, 64), (4, 1024, 1024, 64)]  # (B, Lq, Lk, E)
 
@@ -54,8 +54,8 @@ def bench_size(batch_size, num_queries, num_kv, size, rounds):
     valid_lens = torch.randint(num_kv // 2, num_kv + 1, (batch_size,), generator=gen)  # padding, as in a batch
     attn_mask = (torch.arange(num_kv) < valid_lens[:, None])[:, None, :]  # (B, 1, Lk)
     candidates = {
-        "library (weights)": lambda: scaled_dot_product_attention(queries, keys, values, valid_lens),
-        "library (fast)": lambda: scaled_dot_product_attention(queries, keys, values, valid_lens, need_weights=False),
+        "library (weights)": lambda: dot_product_attention(queries, keys, values, valid_lens),
+        "library (fast)": lambda: dot_product_attention(queries, keys, values, valid_lens, need_weights=False),
         "SDPA": lambda: F.scaled_dot_product_attention(queries, keys, values, attn_mask=attn_mask),
     }
     # Same answer first: a benchmark of functions that disagree measures nothing.

@@ -18,7 +18,7 @@ from attention_lib import (
     attention_loop,
     attention_pooling,
     dot_product_scores,
-    scaled_dot_product_attention,
+    dot_product_attention,
     valid_lens_to_mask,
 )
 
@@ -62,7 +62,7 @@ def test_worked_example_additive():
         attention.W_k.weight.copy_(torch.eye(2))
         attention.W_q.weight.copy_(torch.eye(2))
         attention.w_v.weight.fill_(1.0)
-        context = attention(S, H, H)
+        context = attention(S, H, H, need_weights=True)
         scores = additive_scores(
             attention.W_q(S), attention.W_k(H), attention.w_v.weight
         )
@@ -80,7 +80,7 @@ def test_worked_example_dot_and_scaled_dot():
         scaled, torch.tensor([[[17 / math.sqrt(2), 39 / math.sqrt(2)]]])
     )
     assert [round(x, 2) for x in scaled[0, 0].tolist()] == [12.02, 27.58]
-    context, weights = scaled_dot_product_attention(S, H, H)
+    context, weights = dot_product_attention(S, H, H)
     assert weights[0, 0, 0] < 1e-6 and weights[0, 0, 1] > 1 - 1e-6
     torch.testing.assert_close(context, torch.tensor([[[3.0, 4.0]]]))
 
@@ -119,7 +119,7 @@ def test_sdpa_parity(dtype, kind, need_weights):
     gen = torch.Generator().manual_seed(1)
     queries, keys, values = make_qkv(3, 4, 6, 8, 5, dtype=dtype)
     valid_lens, mask, attn_mask = masks_for(kind, 3, 4, 6, gen)
-    ours, weights = scaled_dot_product_attention(
+    ours, weights = dot_product_attention(
         queries, keys, values, valid_lens, mask, need_weights=need_weights
     )
     theirs = F.scaled_dot_product_attention(queries, keys, values, attn_mask=attn_mask)
@@ -141,7 +141,7 @@ def test_sdpa_parity_with_explicit_scale_and_4d_heads(scale):
         queries, keys, values, attn_mask=attn_mask, scale=scale
     )
     for need_weights in (True, False):
-        ours, _ = scaled_dot_product_attention(
+        ours, _ = dot_product_attention(
             queries, keys, values, valid_lens, scale=scale, need_weights=need_weights
         )
         torch.testing.assert_close(ours, theirs)
@@ -149,7 +149,7 @@ def test_sdpa_parity_with_explicit_scale_and_4d_heads(scale):
 
 def test_module_scale_options():
     queries, keys, values = make_qkv()
-    for scale, expected in [(True, 1 / 2), (False, 1.0), (0.1, 0.1)]:
+    for scale, expected in [(None, 1 / 2), (1.0, 1.0), (0.1, 0.1)]:
         layer = DotProductAttention(scale=scale)
         out = layer(queries, keys, values)
         theirs = F.scaled_dot_product_attention(queries, keys, values, scale=expected)
@@ -168,7 +168,7 @@ def test_dot_product_attention_equals_d2l(valid_lens):
     ours = DotProductAttention().eval()
     theirs = d2l.DotProductAttention(dropout=0.0).eval()
     torch.testing.assert_close(
-        ours(queries, keys, values, valid_lens),
+        ours(queries, keys, values, valid_lens, need_weights=True),
         theirs(queries, keys, values, valid_lens),
     )
     torch.testing.assert_close(ours.attention_weights, theirs.attention_weights)
@@ -188,7 +188,7 @@ def test_additive_attention_equals_d2l_with_weights_copied(valid_lens, dtype):
     ours = AdditiveAttention(key_size=4, query_size=9, num_hiddens=8).to(dtype).eval()
     theirs = copy_additive_to_d2l(ours, queries, keys, values)
     torch.testing.assert_close(
-        ours(queries, keys, values, valid_lens),
+        ours(queries, keys, values, valid_lens, need_weights=True),
         theirs(queries, keys, values, valid_lens),
     )
     torch.testing.assert_close(ours.attention_weights, theirs.attention_weights)
@@ -202,9 +202,11 @@ def test_additive_attention_project_keys_once_equals_projecting_every_call():
     assert projected.shape == (2, 5, 8)
     # (B, 1, Lk)
     mask = torch.tensor([[True] * 3 + [False] * 2, [True] * 5])[:, None, :]
-    with_cache = layer(queries, keys, values, mask=mask, projected_keys=projected)
+    with_cache = layer(
+        queries, keys, values, mask=mask, projected_keys=projected, need_weights=True
+    )
     weights_cache = layer.attention_weights
-    without = layer(queries, keys, values, mask=mask)
+    without = layer(queries, keys, values, mask=mask, need_weights=True)
     torch.testing.assert_close(with_cache, without)
     torch.testing.assert_close(weights_cache, layer.attention_weights)
 
@@ -225,7 +227,7 @@ def test_loop_equals_vectorised(kind):
     queries, keys, values = make_qkv(3, 4, 6, 8, 5)
     valid_lens, mask, _ = masks_for(kind, 3, 4, 6, gen)
     loop_out, loop_weights = attention_loop(queries, keys, values, valid_lens, mask)
-    out, weights = scaled_dot_product_attention(queries, keys, values, valid_lens, mask)
+    out, weights = dot_product_attention(queries, keys, values, valid_lens, mask)
     torch.testing.assert_close(loop_out, out)
     torch.testing.assert_close(loop_weights, weights)
 
@@ -233,8 +235,8 @@ def test_loop_equals_vectorised(kind):
 def test_fast_and_explicit_paths_agree_with_fully_masked_queries():
     queries, keys, values = make_qkv()
     valid_lens = torch.tensor([[0, 2, 5], [0, 0, 1]])
-    explicit, weights = scaled_dot_product_attention(queries, keys, values, valid_lens)
-    fast, _ = scaled_dot_product_attention(
+    explicit, weights = dot_product_attention(queries, keys, values, valid_lens)
+    fast, _ = dot_product_attention(
         queries, keys, values, valid_lens, need_weights=False
     )
     torch.testing.assert_close(explicit, fast)
@@ -243,18 +245,39 @@ def test_fast_and_explicit_paths_agree_with_fully_masked_queries():
     )
 
 
+@pytest.mark.parametrize("make_layer", [
+    lambda: DotProductAttention(), lambda: AdditiveAttention(4, 4, 8)
+], ids=["dot", "additive"])
+def test_layers_keep_weights_only_when_asked(make_layer):
+    """need_weights=False (the default) is the training path: the same output, and no
+    weights kept; need_weights=True keeps them, detached."""
+    layer = make_layer()
+    queries, keys, values = make_qkv(2, 3, 5, 4, 6, seed=1)
+    queries.requires_grad_(True)
+    valid_lens = torch.tensor([2, 5])
+    fast = layer(queries, keys, values, valid_lens)
+    assert layer.attention_weights is None
+    explicit = layer(queries, keys, values, valid_lens, need_weights=True)
+    torch.testing.assert_close(fast, explicit)
+    weights = layer.attention_weights  # (B, Lq, Lk)
+    assert weights.shape == (2, 3, 5) and not weights.requires_grad
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 3))
+    layer(queries, keys, values, valid_lens)
+    assert layer.attention_weights is None  # no stale weights from the last call
+
+
 # --- properties -----------------------------------------------------------------------
 
 def all_layers(size, value_size):
     torch.manual_seed(0)
     return {
-        "scaled": lambda q, k, v, vl=None, m=None: scaled_dot_product_attention(
+        "scaled": lambda q, k, v, vl=None, m=None: dot_product_attention(
             q, k, v, vl, m
         )[0],
-        "fast": lambda q, k, v, vl=None, m=None: scaled_dot_product_attention(
+        "fast": lambda q, k, v, vl=None, m=None: dot_product_attention(
             q, k, v, vl, m, need_weights=False
         )[0],
-        "dot": DotProductAttention(scale=False),
+        "dot": DotProductAttention(scale=1.0),
         "additive": AdditiveAttention(size, size, 8),
     }
 
@@ -280,7 +303,8 @@ def test_masked_keys_get_zero_weight_and_do_not_change_the_output(shape, seed, n
         batch_size, num_queries, num_kv, size, value_size, seed=seed
     )
     valid_lens = torch.randint(0, num_kv + 1, (batch_size, num_queries), generator=gen)
-    out = layer(queries, keys, values, valid_lens)
+    kwargs = {"need_weights": True} if isinstance(layer, torch.nn.Module) else {}
+    out = layer(queries, keys, values, valid_lens, **kwargs)
     padding = ~valid_lens_to_mask(valid_lens, num_kv)  # (B, Lq, Lk)
     if isinstance(layer, torch.nn.Module):
         weights = layer.attention_weights
@@ -351,7 +375,7 @@ def test_half_precision_with_scores_of_1e4_has_no_nan_or_inf(name, dtype):
 
 def test_output_is_a_convex_combination_of_the_values():
     queries, keys, values = make_qkv(value_size=1)
-    out, _ = scaled_dot_product_attention(queries, keys, values)
+    out, _ = dot_product_attention(queries, keys, values)
     assert (out >= values.min(dim=1, keepdim=True).values - 1e-6).all()
     assert (out <= values.max(dim=1, keepdim=True).values + 1e-6).all()
 
@@ -360,7 +384,7 @@ def test_dropout_applies_to_the_average_not_to_the_stored_weights():
     torch.manual_seed(0)
     queries, keys, values = make_qkv()
     layer = DotProductAttention(dropout=0.5).train()
-    out = layer(queries, keys, values)
+    out = layer(queries, keys, values, need_weights=True)
     torch.testing.assert_close(layer.attention_weights.sum(-1), torch.ones(2, 3))
     layer.eval()
     assert not torch.allclose(out, layer(queries, keys, values))
@@ -373,7 +397,7 @@ def test_error_keys_of_another_size_for_dot_product():
     with pytest.raises(
         ValueError, match=r"keys must have shape \(B, Lk, 4\), got \(2, 5, 3\)"
     ):
-        scaled_dot_product_attention(queries, keys[..., :3], values)
+        dot_product_attention(queries, keys[..., :3], values)
     with pytest.raises(ValueError, match=r"keys must have shape \(B, Lk, 4\)"):
         dot_product_scores(queries, keys[..., :3])
 
@@ -384,7 +408,7 @@ def test_error_values_not_paired_with_keys():
         ValueError,
         match=r"keys have Lk=5 .*values must have shape \(B, 5, Dv\), got \(2, 4, 6\)",
     ):
-        scaled_dot_product_attention(queries, keys, values[:, :4])
+        dot_product_attention(queries, keys, values[:, :4])
     with pytest.raises(ValueError, match=r"keys have Lk=5"):
         AdditiveAttention(4, 4, 8)(queries, keys, values[:, :4])
 
@@ -396,7 +420,7 @@ def test_error_batch_sizes_differ_no_silent_broadcast():
         match=r"keys must have the same leading \(batch\) dimensions as queries: "
         r"expected \(2,\) \+ \(L, size\), got \(1, 5, 4\)",
     ):
-        scaled_dot_product_attention(queries, keys[:1], values[:1])
+        dot_product_attention(queries, keys[:1], values[:1])
 
 
 def test_error_dtypes_differ():
@@ -405,7 +429,7 @@ def test_error_dtypes_differ():
         TypeError,
         match="keys has dtype torch.float64 but queries has dtype torch.float32",
     ):
-        scaled_dot_product_attention(queries, keys.double(), values)
+        dot_product_attention(queries, keys.double(), values)
     with pytest.raises(
         TypeError,
         match="values has dtype torch.float16 but keys has dtype torch.float32",
@@ -419,15 +443,15 @@ def test_error_integer_or_low_rank_inputs():
         TypeError,
         match="queries must be a floating-point tensor, got dtype torch.int64",
     ):
-        scaled_dot_product_attention(queries.long(), keys, values)
+        dot_product_attention(queries.long(), keys, values)
     with pytest.raises(
         ValueError, match=r"queries must have shape \(B, L, size\).*got \(3, 4\)"
     ):
-        scaled_dot_product_attention(queries[0], keys, values)
+        dot_product_attention(queries[0], keys, values)
     with pytest.raises(
         TypeError, match="values must be a torch.Tensor, got a list of length 1"
     ):
-        scaled_dot_product_attention(queries, keys, [[1.0]])
+        dot_product_attention(queries, keys, [[1.0]])
 
 
 @pytest.mark.parametrize("need_weights", [True, False])
@@ -440,7 +464,7 @@ def test_error_valid_lens_out_of_range(need_weights):
             r" to 6"
         ),
     ):
-        scaled_dot_product_attention(
+        dot_product_attention(
             queries, keys, values, torch.tensor([1, 6]), need_weights=need_weights
         )
 
@@ -500,9 +524,10 @@ def test_error_w_v_wrong_shape():
 def test_error_scale_not_a_number():
     queries, keys, values = make_qkv()
     with pytest.raises(TypeError, match="scale must be a number or None"):
-        scaled_dot_product_attention(queries, keys, values, scale="sqrt")
-    with pytest.raises(TypeError, match=r"scale must be True \(1/√D\), False"):
-        DotProductAttention(scale="yes")
+        dot_product_attention(queries, keys, values, scale="sqrt")
+    for bad in ("yes", True):  # True once meant 1/√D: now None does, as everywhere
+        with pytest.raises(TypeError, match="scale must be a number or None"):
+            DotProductAttention(scale=bad)
 
 
 def test_error_pooling_values_do_not_match_scores():
@@ -539,7 +564,7 @@ def test_grid_of_sizes_matches_sdpa():
     ):
         queries, keys, values = make_qkv(batch_size, num_queries, num_kv, size, 3)
         torch.testing.assert_close(
-            scaled_dot_product_attention(queries, keys, values)[0],
+            dot_product_attention(queries, keys, values)[0],
             F.scaled_dot_product_attention(queries, keys, values),
         )
 
@@ -550,8 +575,8 @@ def test_grid_of_sizes_matches_sdpa():
 @pytest.mark.parametrize(
     "call",
     [
-        lambda q, k, v, **kw: scaled_dot_product_attention(q, k, v, **kw),
-        lambda q, k, v, **kw: scaled_dot_product_attention(
+        lambda q, k, v, **kw: dot_product_attention(q, k, v, **kw),
+        lambda q, k, v, **kw: dot_product_attention(
             q, k, v, need_weights=False, **kw
         ),
         lambda q, k, v, **kw: attention_loop(q, k, v, **kw),

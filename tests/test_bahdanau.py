@@ -70,8 +70,10 @@ def test_a_batch_decodes_as_each_sentence_alone(reset_after):
             model, SRC[i : i + 1, :n], SRC_LENS[i : i + 1], bos=1, eos=2, max_len=8
         )
         assert batch[i] == alone[0]
-        for step, (b, a) in enumerate(zip(batch_weights, alone_weights)):
-            torch.testing.assert_close(b[i, :n], a[0])
+        # one layout: per sentence, (T, Lk) with T = max(len(output), 1)
+        assert batch_weights[i].shape == (max(len(batch[i]), 1), SRC.shape[1])
+        torch.testing.assert_close(batch_weights[i][:, :n], alone_weights[0])
+        assert not batch_weights[i][:, n:].any()  # no weight on padding
 
 
 def test_greedy_decoding_stops_at_eos_and_returns_weights():
@@ -80,15 +82,13 @@ def test_greedy_decoding_stops_at_eos_and_returns_weights():
         model.decoder.dense.bias.zero_()
         model.decoder.dense.bias[7] = 50.0  # word 7 first ...
     sentences, weights = greedy_decode(model, SRC, SRC_LENS, bos=1, eos=2, max_len=10)
-    assert (
-        sentences == [[7] * 10] * 3
-        and len(weights) == 10
-        and weights[0].shape == (3, 6)
-    )
+    assert sentences == [[7] * 10] * 3
+    assert [w.shape for w in weights] == [(10, 6)] * 3  # per sentence: (T, Lk)
     with torch.no_grad():
         model.decoder.dense.bias[2] = 100.0  # ... unless <eos> wins
     sentences, weights = greedy_decode(model, SRC, SRC_LENS, bos=1, eos=2, max_len=10)
-    assert sentences == [[], [], []] and len(weights) == 1
+    assert sentences == [[], [], []]
+    assert [w.shape for w in weights] == [(1, 6)] * 3  # an empty output keeps one row
 
 
 def test_the_query_is_the_previous_state():
@@ -100,7 +100,8 @@ def test_the_query_is_the_previous_state():
         TGT_INPUT[:, :1], model.decoder.init_state((enc_outputs, enc_state), SRC_LENS)
     )
     attention = model.decoder.attention
-    attention(enc_state[-1].unsqueeze(1), enc_outputs, enc_outputs, SRC_LENS)
+    query = enc_state[-1].unsqueeze(1)  # s_0, (B, 1, Ds)
+    attention(query, enc_outputs, enc_outputs, SRC_LENS, need_weights=True)
     torch.testing.assert_close(
         model.decoder.attention_weights, attention.attention_weights
     )

@@ -8,6 +8,7 @@ from torch.nn import functional as F
 
 from attention_lib import (
     BahdanauDecoder,
+    Decoder,
     EncoderDecoder,
     Seq2SeqDecoder,
     Seq2SeqEncoder,
@@ -40,10 +41,10 @@ def test_beam_of_one_is_greedy():
         model, SRC, SRC_LENS, BOS, EOS, max_len=7, beam_size=1
     )
     assert beam == greedy
+    assert len(beam_weights) == len(greedy_weights) == len(greedy)
     for i, row in enumerate(greedy):
-        # (T, Lk)
-        expected = torch.stack([w[i] for w in greedy_weights])[: max(len(row), 1)]
-        torch.testing.assert_close(beam_weights[i], expected)
+        assert beam_weights[i].shape == (max(len(row), 1), SRC.shape[1])  # (T, Lk)
+        torch.testing.assert_close(beam_weights[i], greedy_weights[i])
 
 
 @torch.no_grad()
@@ -123,10 +124,32 @@ def test_beam_search_stops_at_eos():
     assert sentences == [[], []] and weights[0].shape == (1, 4)
 
 
-def test_beam_search_needs_a_reorderable_decoder():
+def test_the_fixed_context_decoder_follows_the_protocol_too():
+    """Chapter 1's decoder can reorder its state, so beam search works for it."""
+    set_seed(0)
     model = EncoderDecoder(Seq2SeqEncoder(10, 4, 8), Seq2SeqDecoder(10, 4, 8))
-    with pytest.raises(TypeError, match="reorder_state"):
-        beam_search(model, SRC, SRC_LENS, BOS, EOS, max_len=3)
+    assert isinstance(model.decoder, Decoder)
+    greedy, greedy_weights = greedy_decode(model, SRC, SRC_LENS, BOS, EOS, max_len=5)
+    beam, beam_weights = beam_search(
+        model, SRC, SRC_LENS, BOS, EOS, max_len=5, beam_size=1
+    )
+    assert beam == greedy and beam_weights == greedy_weights == []
+    wide, _ = beam_search(model, SRC, SRC_LENS, BOS, EOS, max_len=5, beam_size=3)
+    assert len(wide) == len(SRC)
+
+
+def test_a_decoder_outside_the_protocol_is_named():
+    class Bare(torch.nn.Module):  # forward only
+        def forward(self, tgt_input, state):
+            return tgt_input, state
+
+    model = EncoderDecoder(Seq2SeqEncoder(10, 4, 8), Bare())
+    for decode in (greedy_decode, beam_search):
+        with pytest.raises(TypeError, match="Bare does not follow the decoder protocol"
+                           ".*init_state, reorder_state, attention_weights"):
+            decode(model, SRC, SRC_LENS, BOS, EOS, max_len=3)
+    with pytest.raises(ValueError, match="beam_size must be at least 1"):
+        beam_search(make_model(), SRC, SRC_LENS, BOS, EOS, max_len=3, beam_size=0)
     with pytest.raises(ValueError, match="beam_size must be at least 1"):
         beam_search(make_model(), SRC, SRC_LENS, BOS, EOS, max_len=3, beam_size=0)
 

@@ -175,8 +175,15 @@ class _StandInDecoder(torch.nn.Module):
         # so that the model has a device
         self.weight = torch.nn.Parameter(torch.zeros(1))
 
+    attention_weights = None  # the decoder protocol: no attention
+
     def init_state(self, src, valid_lens):
         return src, 0
+
+    @staticmethod
+    def reorder_state(state, index):
+        src, step = state
+        return src[index], step
 
     def forward(self, token, state):
         src, step = state

@@ -56,6 +56,34 @@ def test_train_rejects_zero_epochs(small_data):
         train_seq2seq(model, small_data.loader("val"), 0, pad=0)
 
 
+def test_optimiser_and_schedule_factories_are_used(small_data):
+    """A factory for the optimiser and one for the schedule, stepped after every batch:
+    with a warm-up that multiplies the rate by the number of steps taken, the rate after
+    training tells how many steps the schedule saw."""
+    set_seed(0)
+    model = EncoderDecoder(
+        Seq2SeqEncoder(len(small_data.src_vocab), 4, 8),
+        Seq2SeqDecoder(len(small_data.tgt_vocab), 4, 8),
+    )
+    loader = small_data.loader("val", batch_size=256)
+    made = {}
+
+    def sgd(params):
+        made["optimizer"] = torch.optim.SGD(params, lr=0.001)
+        return made["optimizer"]
+
+    def warm_up(optimizer):
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: step + 1)
+
+    history = train_seq2seq(model, loader, num_epochs=2, pad=0, optimizer=sgd,
+                            schedule=warm_up, device=torch.device("cpu"),
+                            progress=False)
+    steps = 2 * len(loader)
+    assert isinstance(made["optimizer"], torch.optim.SGD) and len(history["train"]) == 2
+    assert made["optimizer"].param_groups[0]["lr"] == pytest.approx(0.001 * (steps + 1))
+    assert made["optimizer"].param_groups[0]["params"][0] is next(model.parameters())
+
+
 def test_short_training_run_learns(small_data):
     """Regression test of learning: seeded, 3,000 real pairs, 3 epochs (about 10 s on 2
     CPU cores)."""

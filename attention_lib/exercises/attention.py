@@ -14,7 +14,7 @@ import math
 import torch
 from torch import Tensor
 
-from ..attention import scaled_dot_product_attention
+from ..attention import dot_product_attention
 from ..masking import masked_softmax, valid_lens_to_mask
 from ._feedback import (
     Feedback,
@@ -307,7 +307,7 @@ def check_scaled_dot_product_attention(fn) -> Feedback:
         got, error = run_safely(fn, queries.clone(), keys.clone(), values.clone())
         if error is not None:
             return error
-        expected, weights = scaled_dot_product_attention(queries, keys, values)
+        expected, weights = dot_product_attention(queries, keys, values)
         got, error = read_tensor(got, "output (B, Lq, Dv)")
         if error is not None:
             return error
