@@ -278,6 +278,8 @@ def dot_product_attention(
     allowed = _combine_masks(
         queries.new_empty(()).expand(scores_shape), valid_lens, mask
     )  # bool or None
+    if allowed is not None:
+        allowed = allowed.expand(scores_shape)  # SDPA wants at least (Lq, Lk)
     output = F.scaled_dot_product_attention(
         queries,
         keys,

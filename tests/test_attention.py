@@ -245,6 +245,17 @@ def test_fast_and_explicit_paths_agree_with_fully_masked_queries():
     )
 
 
+def test_a_one_dimensional_mask_works_on_both_paths():
+    """A mask of shape (Lk,) broadcasts like any other (the fused kernel alone would
+    refuse it)."""
+    queries, keys, values = make_qkv(2, 3, 5, 4, 6, seed=2)
+    mask = torch.tensor([True, False, True, True, False])  # (Lk,)
+    explicit, weights = dot_product_attention(queries, keys, values, mask=mask)
+    fast, _ = dot_product_attention(queries, keys, values, mask=mask, need_weights=False)
+    torch.testing.assert_close(fast, explicit)
+    assert not weights[..., ~mask].any()
+
+
 @pytest.mark.parametrize("make_layer", [
     lambda: DotProductAttention(), lambda: AdditiveAttention(4, 4, 8)
 ], ids=["dot", "additive"])
