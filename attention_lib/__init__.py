@@ -61,6 +61,13 @@ from .evaluation import (
 from .gru import GRUCell, gru_update
 from .masking import masked_softmax, valid_lens_to_mask
 from .multihead import MultiHeadAttention, merge_heads, split_heads
+from .positional import (
+    LearnedPositionalEncoding,
+    RotaryEmbedding,
+    SinusoidalPositionalEncoding,
+    apply_rotary,
+    sinusoidal_encoding,
+)
 from .plotting import (
     StaticExplorerHTML,
     plot_bleu_by_length,
