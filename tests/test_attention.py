@@ -251,7 +251,9 @@ def test_a_one_dimensional_mask_works_on_both_paths():
     queries, keys, values = make_qkv(2, 3, 5, 4, 6, seed=2)
     mask = torch.tensor([True, False, True, True, False])  # (Lk,)
     explicit, weights = dot_product_attention(queries, keys, values, mask=mask)
-    fast, _ = dot_product_attention(queries, keys, values, mask=mask, need_weights=False)
+    fast, _ = dot_product_attention(
+        queries, keys, values, mask=mask, need_weights=False
+    )
     torch.testing.assert_close(fast, explicit)
     assert not weights[..., ~mask].any()
 
