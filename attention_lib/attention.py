@@ -278,8 +278,8 @@ def dot_product_attention(
     allowed = _combine_masks(
         queries.new_empty(()).expand(scores_shape), valid_lens, mask
     )  # bool or None
-    if allowed is not None:
-        allowed = allowed.expand(scores_shape)  # SDPA wants at least (Lq, Lk)
+    if allowed is not None and allowed.dim() < 2:
+        allowed = allowed.unsqueeze(0)  # (Lk,) -> (1, Lk): SDPA wants two dimensions
     output = F.scaled_dot_product_attention(
         queries,
         keys,
