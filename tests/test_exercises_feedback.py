@@ -205,6 +205,15 @@ def test_the_placeholder_is_a_neutral_note_not_an_error():
     assert Feedback.wrong("x").state == "wrong" and Feedback.ok().state == "passed"
 
 
+def test_pytorchs_own_not_implemented_error_is_an_error_not_the_placeholder():
+    """`-mask` on a bool tensor raises NotImplementedError with a message: the reader
+    has written code, so they must see the error, not "Your turn"."""
+    import torch
+
+    _, feedback = run_safely(lambda mask: -mask, torch.tensor([True, False]))
+    assert not feedback and not feedback.todo and "NotImplementedError" in str(feedback)
+
+
 def test_an_error_in_the_readers_code_is_still_an_error():
     _, feedback = run_safely(lambda: 1 / 0)
     assert not feedback and not feedback.todo and str(feedback).startswith("✗ ")

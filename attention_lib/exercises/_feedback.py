@@ -128,7 +128,11 @@ def run_safely(fn, *args):
         )
     try:
         return fn(*args), None
-    except NotImplementedError:
+    except NotImplementedError as exc:
+        if exc.args:  # PyTorch's own, e.g. `-mask` on a bool tensor: a real error
+            return None, Feedback.wrong(
+                f"Your function raised NotImplementedError: {exc}"
+            )
         return None, Feedback.your_turn(
             "replace the `raise NotImplementedError` with your code, then run this"
             " cell again."
