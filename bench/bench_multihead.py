@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -35,19 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 from attention_lib import valid_lens_to_mask  # noqa: E402
 from attention_lib.multihead import MultiHeadAttention  # noqa: E402
+from bench_attention import time_call  # noqa: E402  (same folder: one timer)
 
 SIZES = [(64, 32, 256, 4), (16, 256, 256, 4), (4, 1024, 256, 4)]  # (B, L, D, H)
-
-
-def time_call(fn, min_seconds: float) -> float:
-    """Seconds per call: repeat ``fn`` until at least ``min_seconds`` have passed."""
-    calls, start = 0, time.perf_counter()
-    while True:
-        fn()
-        calls += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_seconds:
-            return elapsed / calls
 
 
 def torch_copy(ours: MultiHeadAttention) -> nn.MultiheadAttention:
