@@ -441,6 +441,32 @@ class AdditiveAttention(nn.Module):
                 f" {_shape(t)}"
             )
 
+    def _check_inputs(self, queries, keys, values, projected_keys) -> None:
+        self._check_size("queries", queries, self.query_size, "query_size")
+        self._check_size("keys", keys, self.key_size, "key_size")
+        _check_qk(queries, keys, same_size=False)
+        _check_kv(keys, values)
+        if queries.dtype != self.W_q.weight.dtype:
+            raise TypeError(
+                f"queries have dtype {queries.dtype} but the layer's parameters have"
+                f" {self.W_q.weight.dtype}; call layer.to({queries.dtype}) or convert"
+                " the inputs"
+            )
+        if projected_keys is not None and (
+            not isinstance(projected_keys, Tensor)
+            or projected_keys.shape != keys.shape[:-1] + (self.num_hiddens,)
+        ):
+            got = (
+                _shape(projected_keys)
+                if isinstance(projected_keys, Tensor)
+                else type(projected_keys).__name__
+            )
+            raise ValueError(
+                "projected_keys must have shape"
+                f" {_shape(keys)[:-1] + (self.num_hiddens,)} (B, Lk, Da), as returned"
+                f" by project_keys(keys); got {got}"
+            )
+
     def project_keys(self, keys: Tensor) -> Tensor:
         """``W_k k`` for every key: compute once, pass to :meth:`forward` as
         ``projected_keys``.
@@ -463,32 +489,9 @@ class AdditiveAttention(nn.Module):
         projected_keys: Tensor | None = None,
         need_weights: bool = False,
     ) -> Tensor:
-        self._check_size("queries", queries, self.query_size, "query_size")
-        self._check_size("keys", keys, self.key_size, "key_size")
-        _check_qk(queries, keys, same_size=False)
-        _check_kv(keys, values)
-        if queries.dtype != self.W_q.weight.dtype:
-            raise TypeError(
-                f"queries have dtype {queries.dtype} but the layer's parameters have"
-                f" {self.W_q.weight.dtype}; call layer.to({queries.dtype}) or convert"
-                " the inputs"
-            )
+        self._check_inputs(queries, keys, values, projected_keys)
         if projected_keys is None:
             projected_keys = self.W_k(keys)  # (B, Lk, Da)
-        elif (
-            not isinstance(projected_keys, Tensor)
-            or projected_keys.shape != keys.shape[:-1] + (self.num_hiddens,)
-        ):
-            got = (
-                _shape(projected_keys)
-                if isinstance(projected_keys, Tensor)
-                else type(projected_keys).__name__
-            )
-            raise ValueError(
-                "projected_keys must have shape"
-                f" {_shape(keys)[:-1] + (self.num_hiddens,)} (B, Lk, Da), as returned"
-                f" by project_keys(keys); got {got}"
-            )
         attn_scores = additive_scores(
             self.W_q(queries), projected_keys, self.w_v.weight
         )  # (B, Lq, Lk)

@@ -138,7 +138,7 @@ class BahdanauDecoder(nn.Module):
         self, enc_outputs: tuple[Tensor, Tensor], src_valid_lens: Tensor | None = None
     ) -> BahdanauState:
         self._check_inputs(enc_outputs, src_valid_lens)
-        # (B, Lk, Dk), (num_layers, B, Ds) or (2*num_layers, B, Dk/2)
+        # (B, Lk, key_size), (num_layers, B, Ds) or (2*num_layers, B, key_size/2)
         outputs, hidden = enc_outputs
         if self.init == "backward":
             # Layer by layer, torch.nn.GRU stores (forward, backward): take the backward
@@ -148,7 +148,7 @@ class BahdanauDecoder(nn.Module):
         # sentence.
         projected_keys = (
             self.attention.project_keys(outputs) if self.precompute_keys else None
-        )  # (B, Lk, Dk)
+        )  # (B, Lk, Da)
         src_mask = None
         if src_valid_lens is not None:
             # (B, 1, Lk)
@@ -207,7 +207,7 @@ class BahdanauDecoder(nn.Module):
             query = layers[-1].unsqueeze(1)  # (B, 1, Ds)
             context = self.attention(query, enc_outputs, enc_outputs, mask=src_mask,
                                      projected_keys=projected_keys,
-                                     need_weights=True)  # (B, 1, Dk)
+                                     need_weights=True)  # (B, 1, key_size)
             weights.append(self.attention.attention_weights)  # (B, 1, Lk)
             # 3. First layer: the GRU update with input [y_{t'-1}; c_t'], i.e. W_y y +
             # W_c c + b. (B, 3*Ds)

@@ -127,6 +127,15 @@ def _check_mask(mask, scores_shape: torch.Size) -> None:
         ) from None
 
 
+def _check_scores(attn_scores) -> None:
+    if not isinstance(attn_scores, Tensor) or not attn_scores.dtype.is_floating_point:
+        raise TypeError("attn_scores must be a floating-point torch.Tensor")
+    if attn_scores.dim() < 2:
+        raise ValueError(
+            f"attn_scores must have shape (..., Lq, Lk), got {tuple(attn_scores.shape)}"
+        )
+
+
 def _combine_masks(
     attn_scores: Tensor, valid_lens: Tensor | None, mask: Tensor | None
 ) -> Tensor | None:
@@ -171,12 +180,7 @@ def masked_softmax(
 
     Taught in ``chapters/02_attention/02_masked_softmax.ipynb``.
     """
-    if not isinstance(attn_scores, Tensor) or not attn_scores.dtype.is_floating_point:
-        raise TypeError("attn_scores must be a floating-point torch.Tensor")
-    if attn_scores.dim() < 2:
-        raise ValueError(
-            f"attn_scores must have shape (..., Lq, Lk), got {tuple(attn_scores.shape)}"
-        )
+    _check_scores(attn_scores)
     allowed = _combine_masks(attn_scores, valid_lens, mask)
     if allowed is None:
         return torch.softmax(attn_scores, dim=-1)

@@ -45,7 +45,10 @@ from attention_lib import (BahdanauDecoder, EncoderDecoder, Seq2SeqEncoder, bleu
                            load_fra_eng, sequence_loss, set_seed, translate)
 from d2l_bahdanau import D2LTranslator  # noqa: E402
 
-EMBED_SIZE, NUM_HIDDENS, NUM_LAYERS, DROPOUT, BATCH_SIZE, NUM_STEPS, LR = 256, 256, 2, 0.2, 128, 9, 0.005
+from attention_lib.config import D2L_BAHDANAU as CONFIG  # noqa: E402  (the d2l book's sizes)
+
+EMBED_SIZE, NUM_HIDDENS, NUM_LAYERS = CONFIG.embed_size, CONFIG.num_hiddens, CONFIG.num_layers
+DROPOUT, BATCH_SIZE, NUM_STEPS, LR = CONFIG.dropout, CONFIG.batch_size, CONFIG.num_steps, CONFIG.lr
 
 
 def make_models(data):

@@ -28,7 +28,10 @@ if "ATTENTION_LIB_DATA" not in os.environ and (ROOT.parent / "shared/data/fra-en
 
 from attention_lib import EncoderDecoder, Seq2SeqDecoder, Seq2SeqEncoder, load_fra_eng, sequence_loss, set_seed  # noqa: E402
 
-EMBED, HIDDEN, LAYERS, DROPOUT, BATCH, LR = 128, 256, 2, 0.2, 128, 0.005
+from attention_lib.config import CHAPTER1_SEQ2SEQ as CONFIG  # noqa: E402  (chapter 1's settings)
+
+EMBED, HIDDEN, LAYERS = CONFIG.embed_size, CONFIG.num_hiddens, CONFIG.num_layers
+DROPOUT, BATCH, LR = CONFIG.dropout, CONFIG.batch_size, CONFIG.lr
 
 
 def library_model(data):
@@ -81,7 +84,7 @@ def make_step(model, kind, pad):
 
 
 def throughput(rounds: int = 3, batches_per_round: int = 20):
-    data = load_fra_eng(num_steps=12, max_train=20_000)
+    data = load_fra_eng(CONFIG.num_steps, CONFIG.min_freq, CONFIG.max_train)
     batches = [b for _, b in zip(range(batches_per_round), data.loader("train", batch_size=BATCH))]
     steps = {}
     for kind, build in [("library", library_model), ("d2l", d2l_model)]:
@@ -101,7 +104,7 @@ def throughput(rounds: int = 3, batches_per_round: int = 20):
                 step(b)
             rates[kind].append(len(batches) * BATCH / (time.perf_counter() - start))
     lib, ref = statistics.median(rates["library"]), statistics.median(rates["d2l"])
-    print(f"training throughput, E={EMBED} Dh={HIDDEN} layers={LAYERS} batch={BATCH} num_steps=12, "
+    print(f"training throughput, E={EMBED} Ds={HIDDEN} layers={LAYERS} batch={BATCH} num_steps={CONFIG.num_steps}, "
           f"{torch.get_num_threads()} threads, median of {rounds} alternating rounds of {batches_per_round} batches")
     print(f"  attention_lib Seq2Seq: {lib:8.0f} pairs/s")
     print(f"  d2l.Seq2Seq:           {ref:8.0f} pairs/s")

@@ -1,0 +1,101 @@
+"""Experiment settings: one frozen dataclass per experiment, shared by the notebook that
+runs it, its tests and its benchmark, so that no size is typed twice."""
+
+from dataclasses import dataclass, replace
+
+__all__ = [
+    "Seq2SeqConfig",
+    "CHAPTER1_SEQ2SEQ",
+    "CHAPTER3_COMPARISON",
+    "D2L_BAHDANAU",
+]
+
+
+@dataclass(frozen=True)
+class Seq2SeqConfig:
+    """The settings of one encoder–decoder training run on the English–French corpus.
+
+    ``num_steps``, ``min_freq`` and ``max_train`` go to
+    :func:`~attention_lib.data.load_fra_eng`; ``embed_size`` (E), ``num_hiddens`` (Ds),
+    ``num_layers`` and ``dropout`` size the encoder and decoder; ``batch_size``, ``lr``
+    and ``num_epochs`` go to :func:`~attention_lib.training.train_seq2seq`. The seed is
+    not a setting: each notebook keeps it as a knob to turn. ``with_(**changes)``
+    returns a copy with some settings changed.
+
+    Shapes:
+        a batch: src (batch_size, num_steps); embeddings (.., embed_size); states
+        (num_layers, batch_size, num_hiddens)
+
+    Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
+    """
+
+    num_steps: int = 12
+    min_freq: int = 2
+    max_train: int = 20_000
+    embed_size: int = 128
+    num_hiddens: int = 256
+    num_layers: int = 2
+    dropout: float = 0.2
+    batch_size: int = 128
+    lr: float = 0.005
+    num_epochs: int = 6
+
+    def with_(self, **changes) -> "Seq2SeqConfig":
+        return replace(self, **changes)
+
+
+#: Chapter 1's encoder–decoder (two GRU layers of 256, six epochs); also
+#: ``bench/bench_seq2seq.py``.
+CHAPTER1_SEQ2SEQ = Seq2SeqConfig()
+
+#: Chapter 3's comparison of the fixed context with two attention decoders: one budget
+#: small enough to train three models on two CPU cores.
+CHAPTER3_COMPARISON = Seq2SeqConfig(
+    embed_size=64, num_hiddens=128, num_layers=1, dropout=0.0, num_epochs=4
+)
+
+#: The d2l book's Bahdanau sizes, which ``bench/bench_bahdanau.py`` trains side by side
+#: with d2l's own decoder.
+D2L_BAHDANAU = Seq2SeqConfig(num_steps=9, embed_size=256, num_hiddens=256)
+
+
+# --- chapter 4, multi-head attention: a tiny causal language model ------------------
+
+
+@dataclass(frozen=True)
+class AttentionLMConfig:
+    """The settings of the small causal language model whose heads chapter 4 looks at.
+
+    ``num_steps`` (tokens per sentence, ``<bos>`` included: the longest input),
+    ``min_freq`` and ``max_train`` go to :func:`~attention_lib.data.load_fra_eng`,
+    whose English sides, without repeats, are the training sentences; ``embed_size``
+    (D), ``num_heads`` (H) and ``num_layers`` size the model (attention only, no
+    feed-forward layer); ``train_steps`` minibatches of ``batch_size`` sentences drawn
+    at random, AdamW with peak learning rate ``lr`` and ``weight_decay`` on a
+    one-cycle schedule; ``seed`` seeds the initial weights and the minibatches.
+    ``with_(**changes)`` returns a copy with some settings changed.
+
+    Shapes:
+        a batch: tokens (batch_size, L) with L <= num_steps; embeddings (..,
+        embed_size); each layer's weights (batch_size, num_heads, L, L)
+
+    Taught in ``chapters/04_self_attention/02_multihead_attention.ipynb``.
+    """
+
+    num_steps: int = 12
+    min_freq: int = 5
+    max_train: int = 20_000
+    embed_size: int = 64
+    num_heads: int = 4
+    num_layers: int = 2
+    train_steps: int = 1000
+    batch_size: int = 64
+    lr: float = 0.01
+    weight_decay: float = 0.01
+    seed: int = 0
+
+    def with_(self, **changes) -> "AttentionLMConfig":
+        return replace(self, **changes)
+
+
+__all__.append("AttentionLMConfig")
