@@ -8,6 +8,7 @@ __all__ = [
     "CHAPTER1_SEQ2SEQ",
     "CHAPTER3_COMPARISON",
     "D2L_BAHDANAU",
+    "AttentionLMConfig",
 ]
 
 
@@ -97,5 +98,3 @@ class AttentionLMConfig:
     def with_(self, **changes) -> "AttentionLMConfig":
         return replace(self, **changes)
 
-
-__all__.append("AttentionLMConfig")

@@ -15,6 +15,10 @@ tool measures that:
         each run
     python tools/measure_spread.py report spread/ [more folders] --write book/checks.md
 
+    # the same, keeping the runs the current page shows whose copies are gone
+    python tools/measure_spread.py report spread/ --keep book/checks.md \\
+        --write book/checks.md
+
 ``run`` executes copies (never the committed notebooks) with papermill, which sets
 ``SEED`` in the cell tagged ``parameters``; ``OMP_NUM_THREADS`` sets the thread count.
 ``report`` reads the glued values from the executed copies and the committed notebooks,
@@ -159,13 +163,54 @@ def fmt(value) -> str:
     return str(value)
 
 
-def report(folders: list[Path]) -> str:
+def _cell_value(text: str):
+    """A value as the page prints it, read back: 'yes'/'no', '–' (not measured), a
+    number, or the text itself."""
+    if text in ("yes", "no"):
+        return text == "yes"
+    if text in ("–", ""):
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def kept_runs(page: Path) -> tuple[dict, dict]:
+    """The measured runs an earlier version of the page shows: per notebook section,
+    {run column: {claim: value}}, and {run: seconds}. ``report --keep`` carries them
+    over, so that runs measured once (on a GPU, say) stay on the page after their
+    executed copies are gone."""
+    claims, times, section, columns = {}, {}, None, []
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            section, columns = line[3:].strip(), []
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("|") or cells[0].startswith("---"):
+            continue
+        if section == "Execution time of each measured run":
+            if cells[0] != "run":
+                times[cells[0]] = cells[1]
+        elif section and cells[0] == "claim":
+            columns = cells[3:-2]  # after claim, range, committed; before min, max
+        elif section and columns and cells[0].startswith("`"):
+            name = cells[0].strip("`")
+            for column, text in zip(columns, cells[3:-2]):
+                claims.setdefault(section, {}).setdefault(column, {})[name] = (
+                    _cell_value(text)
+                )
+    return claims, times
+
+
+def report(folders: list[Path], keep: Path | None = None) -> str:
     notebooks = sorted(
         p
         for p in (ROOT / "chapters").rglob("*.ipynb")
         if ".ipynb_checkpoints" not in p.parts
     )
     runs = sorted(p for folder in folders for p in folder.glob("*.ipynb"))
+    kept_claims, kept_times = kept_runs(keep) if keep else ({}, {})
     lines = [
         "# How the numbers are checked",
         "",
@@ -231,6 +276,11 @@ def report(folders: list[Path]) -> str:
         values = [glued_values(nb)] + [
             glued_values(nbformat.read(r, as_version=4)) for r in mine
         ]
+        section = str(path.relative_to(ROOT / "chapters"))
+        for column, old in sorted(kept_claims.get(section, {}).items()):
+            if column not in columns:  # a fresh run of the same name wins
+                columns.append(column)
+                values.append(old)
         lines += [
             "",
             f"## {path.relative_to(ROOT / 'chapters')}",
@@ -258,15 +308,14 @@ def report(folders: list[Path]) -> str:
                 + f" | {fmt(min(numeric)) if numeric else ''} |"
                 f" {fmt(max(numeric)) if numeric else ''} |"
             )
-    timed = [
-        (
-            r,
-            nbformat.read(r, as_version=4)
-            .metadata.get("papermill", {})
-            .get("duration"),
-        )
+    timed = {
+        r.stem: nbformat.read(r, as_version=4)
+        .metadata.get("papermill", {})
+        .get("duration")
         for r in runs
-    ]
+    }
+    for run, seconds in kept_times.items():
+        timed.setdefault(run, seconds)
     if timed:
         lines += [
             "",
@@ -280,9 +329,10 @@ def report(folders: list[Path]) -> str:
             "| run | seconds |",
             "| --- | ---: |",
         ]
-        lines += [
-            f"| {r.stem} | {'–' if d is None else f'{d:.0f}'} |" for r, d in timed
-        ]
+        for run, seconds in sorted(timed.items()):
+            if not isinstance(seconds, str):  # kept from the page: already printed
+                seconds = "–" if seconds is None else f"{seconds:.0f}"
+            lines.append(f"| {run} | {seconds} |")
     return "\n".join(lines) + "\n"
 
 
@@ -304,6 +354,11 @@ def main(argv=None) -> int:
     rep = sub.add_parser("report", help="tabulate claims and their measured values")
     rep.add_argument("folders", nargs="*", type=Path)
     rep.add_argument("--write", type=Path)
+    rep.add_argument(
+        "--keep",
+        type=Path,
+        help="an earlier page whose measured runs to carry over (e.g. book/checks.md)",
+    )
     args = parser.parse_args(argv)
     if args.command == "run":
         args.out.mkdir(parents=True, exist_ok=True)
@@ -323,7 +378,7 @@ def main(argv=None) -> int:
             )
         print("\n".join(results))
         return 0 if all(r.endswith(": ok") for r in results) else 1
-    text = report(args.folders)
+    text = report(args.folders, args.keep)
     if args.write:
         args.write.write_text(text, encoding="utf-8")
         print(f"wrote {args.write}")

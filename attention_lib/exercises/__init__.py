@@ -33,3 +33,12 @@ from .seq2seq import (
     check_teacher_forcing_input,
     check_truncate_pad,
 )
+from .self_attention import (
+    check_attention_weights,
+    check_head_scale,
+    check_mask_broadcast,
+    check_merge_heads,
+    check_mha_parameter_count,
+    check_padding_mask,
+    check_split_heads,
+)

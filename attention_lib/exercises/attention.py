@@ -20,7 +20,7 @@ from ._feedback import (
     Feedback,
     checker,
     close,
-    read_number,
+    read_numbers,
     read_tensor,
     read_tensors,
     run_safely,
@@ -392,15 +392,9 @@ def check_dot_product_variance(fn) -> Feedback:
         fn: (int, float) -> one number
     """
     cases = [(16, 1.0), (64, 0.5), (3, 2.0), (10, 3.0)]
-    answers = []
-    for size, sigma in cases:
-        got, error = run_safely(fn, size, sigma)
-        if error is not None:
-            return error
-        got, error = read_number(got, "variance of qᵀk")
-        if error is not None:
-            return error
-        answers.append(got)
+    answers, error = read_numbers(fn, cases, "variance of qᵀk")
+    if error is not None:
+        return error
 
     def matches(formula) -> bool:
         return all(

@@ -21,7 +21,7 @@ from ._feedback import (
     Feedback,
     checker,
     close,
-    read_number,
+    read_numbers,
     read_text,
     read_tokens,
     run_safely,
@@ -293,15 +293,9 @@ def check_bleu(fn) -> Feedback:
         ),
         ({"weighted": False}, "the precisions p_n must be weighted by the power 1/2^n"),
     ]
-    answers = []
-    for pred, label, k in cases:
-        got, error = run_safely(fn, pred, label, k)
-        if error is not None:
-            return error
-        got, error = read_number(got, "score")
-        if error is not None:
-            return error
-        answers.append(got)
+    answers, error = read_numbers(fn, cases, "score")
+    if error is not None:
+        return error
 
     def matches(values):
         return all(
@@ -430,15 +424,10 @@ def check_num_parameters(fn) -> Feedback:
     Shapes:
         fn: five ints -> one int
     """
-    answers = []
-    for case in _PARAMETER_CASES:
-        got, error = run_safely(fn, *case)
-        if error is not None:
-            return error
-        got, error = read_number(got, "number of parameters")
-        if error is not None:
-            return error
-        answers.append(float(got))
+    answers, error = read_numbers(fn, _PARAMETER_CASES, "number of parameters")
+    if error is not None:
+        return error
+    answers = [float(answer) for answer in answers]
     expected = []
     for src_vocab, tgt_vocab, embed, hiddens, layers in _PARAMETER_CASES:
         encoder = Seq2SeqEncoder(src_vocab, embed, hiddens, layers)
