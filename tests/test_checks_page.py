@@ -74,3 +74,16 @@ def test_trained_cells_are_ignored_and_their_claims_checked():
             assert (
                 params and "SEED" in params[0].source
             ), f"{path.name}: no parameters cell with SEED"
+
+
+def test_report_keep_carries_the_pages_runs_over(tmp_path):
+    """Rewriting the page with no spread folders but --keep loses no measured run."""
+    kept_claims, kept_times = measure_spread.kept_runs(PAGE)
+    assert kept_claims and kept_times  # the page does list measured runs
+    page = tmp_path / "checks.md"
+    page.write_text(measure_spread.report([], keep=PAGE), encoding="utf-8")
+    again_claims, again_times = measure_spread.kept_runs(page)
+    assert again_times == kept_times
+    for section, columns in kept_claims.items():
+        for column, values in columns.items():
+            assert again_claims[section][column] == values, (section, column)
