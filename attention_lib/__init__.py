@@ -59,7 +59,7 @@ from .evaluation import (
     corpus_bleu,
 )
 from .gru import GRUCell, gru_update
-from .masking import masked_softmax, valid_lens_to_mask
+from .masking import causal_mask, masked_softmax, valid_lens_to_mask
 from .multihead import MultiHeadAttention, merge_heads, split_heads
 from .positional import (
     LearnedPositionalEncoding,
@@ -83,6 +83,18 @@ from .training import (
     sequence_loss,
     set_seed,
     train_seq2seq,
+)
+
+from .transformer import (
+    AddNorm,
+    PositionWiseFFN,
+    TransformerDecoder,
+    TransformerDecoderBlock,
+    TransformerEncoder,
+    TransformerEncoderBlock,
+    TransformerState,
+    warmup_rate,
+    warmup_schedule,
 )
 
 __version__ = "0.1.0"

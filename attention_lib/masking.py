@@ -16,7 +16,7 @@ from torch import Tensor
 
 from ._checks import check_int, describe
 
-__all__ = ["valid_lens_to_mask", "masked_softmax"]
+__all__ = ["valid_lens_to_mask", "causal_mask", "masked_softmax"]
 
 
 def valid_lens_to_mask(valid_lens: Tensor, num_kv: int) -> Tensor:
@@ -30,6 +30,29 @@ def valid_lens_to_mask(valid_lens: Tensor, num_kv: int) -> Tensor:
     """
     _check_valid_lens(valid_lens, check_int("num_kv", num_kv, 0))
     return _lengths_to_mask(valid_lens, num_kv)
+
+
+def causal_mask(num_queries: int, num_kv: int | None = None, device=None) -> Tensor:
+    """The mask of a decoder's self-attention: True where a query may attend.
+
+    The queries are the last ``num_queries`` of ``num_kv`` positions (default: as many
+    as the queries; more when earlier positions are cached), and query i, at position
+    ``num_kv - num_queries + i``, sees every position up to its own.
+
+    Shapes:
+        returns: (Lq, Lk), bool, with Lq = ``num_queries`` and Lk = ``num_kv``
+
+    Taught in ``chapters/04_self_attention/02_multihead_attention.ipynb``.
+    """
+    num_kv = num_queries if num_kv is None else num_kv
+    if num_kv < num_queries:
+        raise ValueError(
+            f"num_kv ({num_kv}) must be at least num_queries ({num_queries}): every"
+            " query sees its own position"
+        )
+    offset = num_kv - num_queries  # positions already in the cache
+    ones = torch.ones(num_queries, num_kv, dtype=torch.bool, device=device)
+    return ones.tril(diagonal=offset)  # (Lq, Lk)
 
 
 def _lengths_to_mask(valid_lens: Tensor, num_kv: int) -> Tensor:

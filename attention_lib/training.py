@@ -56,10 +56,11 @@ def set_seed(seed: int = 0) -> None:
 
 
 def sequence_loss(
-    logits: torch.Tensor, targets: torch.Tensor, pad: int
+    logits: torch.Tensor, targets: torch.Tensor, pad: int, label_smoothing: float = 0.0
 ) -> torch.Tensor:
     """Mean cross-entropy per real target token; padding positions (``targets == pad``)
-    count for nothing.
+    count for nothing. With ``label_smoothing`` ε the target puts 1 − ε on the right
+    token and ε spread evenly over the whole vocabulary (the Transformer's ε = 0.1).
 
     Shapes:
         logits: (B, Lq, V); targets: (B, Lq); returns: scalar
@@ -71,8 +72,13 @@ def sequence_loss(
             "logits must be (B, Lq, V) matching targets (B, Lq); got"
             f" {tuple(logits.shape)} and {tuple(targets.shape)}"
         )
+    if not 0.0 <= label_smoothing < 1.0:
+        raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing!r}")
     return F.cross_entropy(
-        logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=pad
+        logits.reshape(-1, logits.shape[-1]),
+        targets.reshape(-1),
+        ignore_index=pad,
+        label_smoothing=label_smoothing,
     )
 
 
@@ -88,6 +94,7 @@ def train_seq2seq(
     progress: bool = True,
     optimizer: Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer] | None = None,
     schedule: Callable[[torch.optim.Optimizer], LRScheduler] | None = None,
+    label_smoothing: float = 0.0,
 ) -> dict[str, list[float]]:
     """Train an :class:`~attention_lib.seq2seq.EncoderDecoder` with teacher forcing.
 
@@ -95,7 +102,9 @@ def train_seq2seq(
     the model's parameters and returns an optimiser, e.g.
     ``lambda params: torch.optim.SGD(params, lr=0.1)``. ``schedule``, if given, takes
     the optimiser and returns a learning-rate scheduler, stepped after every batch (a
-    Transformer's warm-up is one). Gradient-norm clipping at ``grad_clip``, one
+    Transformer's warm-up is one). ``label_smoothing`` applies to the training loss
+    only (the validation loss stays plain cross-entropy, comparable between runs).
+    Gradient-norm clipping at ``grad_clip``, one
     progress bar over all batches. Returns the loss history: the mean training loss per
     token for each epoch (``"train"``) and, when a ``val_loader`` is given, the
     validation loss after each epoch (``"val"``).
@@ -134,7 +143,7 @@ def train_seq2seq(
             # 1. Teacher forcing: the decoder reads the true previous token, not its own
             # guess.
             logits = model(src, src_valid_lens, tgt_input)  # (B, Lq, V)
-            loss = sequence_loss(logits, tgt_output, pad)
+            loss = sequence_loss(logits, tgt_output, pad, label_smoothing)
             # 2. Backpropagate, clip the gradient norm (RNNs' gradients can explode),
             # step.
             optimizer.zero_grad(set_to_none=True)

@@ -242,3 +242,20 @@ def test_valid_lens_to_mask_checks_num_kv():
         valid_lens_to_mask(torch.tensor([0]), -1)
     with pytest.raises(TypeError, match="num_kv must be an integer"):
         valid_lens_to_mask(torch.tensor([0]), 2.0)
+
+
+def test_causal_mask_lets_each_query_see_its_past_and_itself():
+    from attention_lib import causal_mask
+
+    assert causal_mask(3).tolist() == [
+        [True, False, False],
+        [True, True, False],
+        [True, True, True],
+    ]
+    # two positions cached: the queries are positions 2 and 3 of 4
+    assert causal_mask(2, 4).tolist() == [
+        [True, True, True, False],
+        [True, True, True, True],
+    ]
+    with pytest.raises(ValueError, match="num_kv"):
+        causal_mask(3, 2)

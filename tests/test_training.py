@@ -137,3 +137,48 @@ def test_progress_bar_refreshes_about_a_hundred_times_however_many_batches(
     train_seq2seq(model, loader, num_epochs=1, pad=0, device=torch.device("cpu"))
     assert 0 < len(refreshes) <= 110, f"{len(refreshes)} refreshes for 1,000 batches"
     assert "1000/1000" in capsys.readouterr().err  # the bar still ends complete
+
+
+def test_label_smoothing_matches_the_formula_over_real_tokens():
+    """ε on the whole vocabulary, 1 − ε on the right token; padding still ignored."""
+    torch.manual_seed(0)
+    logits = torch.randn(2, 3, 5, dtype=torch.float64)
+    targets = torch.tensor([[1, 4, 0], [2, 0, 0]])  # 0 = <pad>
+    epsilon, vocab_size = 0.1, 5
+    log_probs = logits.log_softmax(-1)
+    real = targets != 0
+    smoothed = torch.full_like(log_probs, epsilon / vocab_size)
+    smoothed.scatter_add_(-1, targets[..., None],
+                          torch.full_like(log_probs[..., :1], 1 - epsilon))
+    by_hand = -(smoothed * log_probs).sum(-1)[real].mean()
+    torch.testing.assert_close(sequence_loss(logits, targets, 0, epsilon), by_hand)
+    plain = sequence_loss(logits, targets, 0)
+    assert sequence_loss(logits, targets, 0, epsilon) > plain
+    with pytest.raises(ValueError, match="label_smoothing must be in"):
+        sequence_loss(logits, targets, 0, 1.0)
+
+
+def test_label_smoothing_reaches_the_training_loss_only(small_data):
+    """With a learning rate of 0 nothing changes, so the logged losses are the losses of
+    the initial model: smoothed for training, plain for validation."""
+    set_seed(0)
+    model = EncoderDecoder(
+        Seq2SeqEncoder(len(small_data.src_vocab), 4, 8),
+        Seq2SeqDecoder(len(small_data.tgt_vocab), 4, 8),
+    )
+    loader = small_data.loader("val", batch_size=10_000)  # one batch
+    history = train_seq2seq(
+        model, loader, num_epochs=1, pad=small_data.tgt_vocab.pad,
+        optimizer=lambda params: torch.optim.SGD(params, lr=0.0),
+        label_smoothing=0.3,
+        val_loader=loader, device=torch.device("cpu"), progress=False,
+    )
+    batch = next(iter(loader))
+    model.eval()
+    with torch.no_grad():
+        logits = model(batch.src, batch.src_valid_lens, batch.tgt_input)
+    pad = small_data.tgt_vocab.pad
+    assert history["train"][0] == pytest.approx(
+        sequence_loss(logits, batch.tgt_output, pad, 0.3).item(), rel=1e-5)
+    assert history["val"][0] == pytest.approx(
+        sequence_loss(logits, batch.tgt_output, pad).item(), rel=1e-5)

@@ -1,0 +1,574 @@
+"""The Transformer (Vaswani et al., 2017): attention, a feed-forward network, residual
+connections and layer normalisation, stacked.
+
+Every block is built from two kinds of sublayer, each wrapped in a residual connection
+and a LayerNorm (:class:`AddNorm`):
+
+    FFN(x) = max(0, x W_1 + b_1) W_2 + b_2                  the same MLP at every
+                                                            position, (B, L, D)
+    post-norm (the paper):  x ← LayerNorm(x + Sublayer(x))
+    pre-norm (GPT-2 on):    x ← x + Sublayer(LayerNorm(x))
+
+An encoder block is self-attention then FFN; a decoder block is causal self-attention,
+cross-attention to the encoder's outputs, then FFN. Tokens enter as embeddings scaled by
+√D plus the sinusoidal positional encoding
+(:class:`~attention_lib.positional.SinusoidalPositionalEncoding`).
+
+The decoder follows the library's decoder protocol (:mod:`attention_lib.decoding`), so
+``greedy_decode``, ``beam_search`` and ``translate`` work unchanged. Its state is a
+cache: for each layer, the keys and values its causal self-attention has seen so far,
+before their projections (:class:`TransformerState`; the projections W^K, W^V are
+applied to the whole cache at every step, a cost a cache of projected keys and values
+would save). A step feeds only the new tokens; their queries attend to the cache plus
+themselves, which gives the same numbers as running the whole target at once (the tests
+check).
+
+Training uses the paper's learning rate, :func:`warmup_rate`: a linear warm-up, then
+decay as 1/√step.
+
+Taught in ``chapters/05_transformer/01_transformer.ipynb``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, NamedTuple
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+from torch.optim.lr_scheduler import LambdaLR
+
+from ._checks import check_int, check_real, describe
+from .masking import _check_valid_lens, causal_mask
+from .multihead import MultiHeadAttention
+from .positional import SinusoidalPositionalEncoding
+from .seq2seq import _check_src_valid_lens, _check_tokens
+
+__all__ = [
+    "PositionWiseFFN",
+    "AddNorm",
+    "TransformerEncoderBlock",
+    "TransformerDecoderBlock",
+    "TransformerEncoder",
+    "TransformerState",
+    "TransformerDecoder",
+    "warmup_rate",
+    "warmup_schedule",
+]
+
+_ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
+
+
+# --- input checks: every bad shape names what it got and what was expected ----------
+
+def _check_dropout(dropout) -> float:
+    dropout = check_real("dropout", dropout, " (a probability)")
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must lie in [0, 1), got {dropout}")
+    return dropout
+
+
+def _check_sequence(name: str, x, embed_dim: int) -> None:
+    """x of shape (B, L, D), floating, with D = embed_dim."""
+    if not isinstance(x, Tensor) or not x.dtype.is_floating_point:
+        raise TypeError(
+            f"{name} must be a floating-point torch.Tensor of shape (B, L,"
+            f" {embed_dim}), got {describe(x)}"
+        )
+    if x.dim() != 3 or x.shape[-1] != embed_dim:
+        raise ValueError(
+            f"{name} must have shape (B, L, {embed_dim}) (embed_dim={embed_dim}), got"
+            f" {tuple(x.shape)}"
+        )
+
+
+def _check_memory(x: Tensor, enc_outputs, src_valid_lens, embed_dim: int) -> None:
+    """The encoder's outputs (B, Lk, D) for a decoder input x (B, Lq, D)."""
+    _check_sequence("enc_outputs", enc_outputs, embed_dim)
+    if enc_outputs.shape[0] != x.shape[0]:
+        raise ValueError(
+            f"enc_outputs must have the batch size of x, B={x.shape[0]}, got shape"
+            f" {tuple(enc_outputs.shape)}"
+        )
+    if src_valid_lens is not None:
+        _check_src_valid_lens(enc_outputs, src_valid_lens)
+
+
+def _check_cache(cache, x: Tensor) -> None:
+    """A layer's cache (B, t, D) for a decoder input x (B, Lq, D)."""
+    if not isinstance(cache, Tensor) or cache.dim() != 3 or (
+        cache.shape[0] != x.shape[0] or cache.shape[2] != x.shape[2]
+    ):
+        got = tuple(cache.shape) if isinstance(cache, Tensor) else describe(cache)
+        raise ValueError(
+            f"cache must have shape (B, t, D) = ({x.shape[0]}, t, {x.shape[2]}) for x"
+            f" of shape {tuple(x.shape)}, got {got}"
+        )
+
+
+# --- the two sublayer wrappers -------------------------------------------------------
+
+class PositionWiseFFN(nn.Module):
+    """The position-wise feed-forward network: one MLP applied to every position alone.
+
+    ``FFN(x) = W_2 dropout(activation(W_1 x + b_1)) + b_2`` with W_1: D → ``ffn_hidden``
+    and W_2: ``ffn_hidden`` → D; ``activation`` is ``"relu"`` (the paper) or
+    ``"gelu"``. Dropout sits where ``torch.nn.TransformerEncoderLayer`` puts it.
+
+    Shapes:
+        x:       (B, L, D) with D = ``embed_dim``
+        returns: (B, L, D)
+
+    Taught in ``chapters/05_transformer/01_transformer.ipynb``.
+    """
+
+    def __init__(
+        self,
+        embed_dim: int,
+        ffn_hidden: int,
+        dropout: float = 0.0,
+        activation: str = "relu",
+    ):
+        super().__init__()
+        self.embed_dim = check_int("embed_dim", embed_dim, 1)
+        self.ffn_hidden = check_int("ffn_hidden", ffn_hidden, 1)
+        if activation not in _ACTIVATIONS:
+            raise ValueError(
+                f"activation must be one of {sorted(_ACTIVATIONS)}, got"
+                f" {describe(activation)}"
+            )
+        self.activation = activation
+        self.W_1 = nn.Linear(embed_dim, ffn_hidden)
+        self.W_2 = nn.Linear(ffn_hidden, embed_dim)
+        self.dropout = nn.Dropout(_check_dropout(dropout))
+
+    def forward(self, x: Tensor) -> Tensor:
+        _check_sequence("x", x, self.embed_dim)
+        hidden = _ACTIVATIONS[self.activation](self.W_1(x))  # (B, L, ffn_hidden)
+        return self.W_2(self.dropout(hidden))  # (B, L, D)
+
+    def extra_repr(self) -> str:
+        return f"activation={self.activation!r}"
+
+
+class AddNorm(nn.Module):
+    """The residual connection and LayerNorm around a sublayer, in either order.
+
+    A block uses it in two calls, so that the sublayer in between stays visible::
+
+        y = sublayer(add_norm.sublayer_input(x))
+        x = add_norm(x, y)
+
+    * ``norm_first=False``, post-norm (the paper): ``sublayer_input(x) = x`` and
+      ``add_norm(x, y) = LayerNorm(x + dropout(y))``;
+    * ``norm_first=True``, pre-norm: ``sublayer_input(x) = LayerNorm(x)`` and
+      ``add_norm(x, y) = x + dropout(y)``. The residual path is never normalised, which
+      trains deep stacks without a warm-up; the stack then needs one final LayerNorm.
+
+    Shapes:
+        x, y:    (B, L, D) with D = ``embed_dim``
+        returns: (B, L, D)
+
+    Taught in ``chapters/05_transformer/01_transformer.ipynb``.
+    """
+
+    def __init__(self, embed_dim: int, dropout: float = 0.0, norm_first: bool = False):
+        super().__init__()
+        self.embed_dim = check_int("embed_dim", embed_dim, 1)
+        self.norm_first = bool(norm_first)
+        self.norm = nn.LayerNorm(embed_dim)
+        self.dropout = nn.Dropout(_check_dropout(dropout))
+
+    def sublayer_input(self, x: Tensor) -> Tensor:
+        """What the sublayer reads: LayerNorm(x) for pre-norm, x itself for post-norm.
+
+        Shapes:
+            x: (B, L, D); returns: (B, L, D)
+        """
+        return self.norm(x) if self.norm_first else x  # (B, L, D)
+
+    def forward(self, x: Tensor, y: Tensor) -> Tensor:
+        _check_sequence("x", x, self.embed_dim)
+        if y.shape != x.shape:
+            raise ValueError(
+                f"y (the sublayer's output) must have the shape of x, {tuple(x.shape)},"
+                f" got {tuple(y.shape)}"
+            )
+        if self.norm_first:
+            return x + self.dropout(y)  # (B, L, D)
+        return self.norm(x + self.dropout(y))  # (B, L, D)
+
+    def extra_repr(self) -> str:
+        return f"norm_first={self.norm_first}"
+
+
+# --- the blocks -----------------------------------------------------------------------
+
+class TransformerEncoderBlock(nn.Module):
+    """Self-attention, then the feed-forward network, each inside an :class:`AddNorm`.
+
+    ``valid_lens`` marks the padding of each sentence: no position attends to it. The
+    outputs at padded positions are computed but mean nothing. With dropout 0 and the
+    same weights this is ``torch.nn.TransformerEncoderLayer(batch_first=True)`` with a
+    ``src_key_padding_mask`` (the tests check, in both norm orders).
+    ``need_weights=True`` keeps the self-attention weights in
+    ``self_attention.attention_weights``.
+
+    Shapes:
+        x:          (B, L, D) with D = ``embed_dim``
+        valid_lens: (B,), integer in [0, L], optional
+        returns:    (B, L, D)
+
+    Taught in ``chapters/05_transformer/01_transformer.ipynb``.
+    """
+
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        ffn_hidden: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        activation: str = "relu",
+    ):
+        super().__init__()
+        self.embed_dim = check_int("embed_dim", embed_dim, 1)
+        self.self_attention = MultiHeadAttention(embed_dim, num_heads, dropout)
+        self.add_norm1 = AddNorm(embed_dim, dropout, norm_first)
+        self.ffn = PositionWiseFFN(embed_dim, ffn_hidden, dropout, activation)
+        self.add_norm2 = AddNorm(embed_dim, dropout, norm_first)
+
+    def forward(
+        self, x: Tensor, valid_lens: Tensor | None = None, *, need_weights: bool = False
+    ) -> Tensor:
+        _check_sequence("x", x, self.embed_dim)
+        if valid_lens is not None:
+            _check_valid_lens(valid_lens, x.shape[1], x.shape[0], per_query=False)
+        # 1. Every position attends to every real position of its sentence.
+        h = self.add_norm1.sublayer_input(x)  # (B, L, D)
+        y = self.self_attention(h, h, h, valid_lens, need_weights=need_weights)
+        x = self.add_norm1(x, y)  # (B, L, D)
+        # 2. The same MLP at every position.
+        y = self.ffn(self.add_norm2.sublayer_input(x))  # (B, L, D)
+        return self.add_norm2(x, y)  # (B, L, D)
+
+
+class TransformerDecoderBlock(nn.Module):
+    """Causal self-attention, cross-attention to the encoder's outputs, then the
+    feed-forward network, each inside an :class:`AddNorm`.
+
+    ``x`` holds the newest Lq target positions; ``cache`` holds what the
+    self-attention read as keys and values at the t positions before them (None or an
+    empty cache: x starts the target). Query i of x, at position t + i, attends to
+    positions 0, ..., t + i: the cache and x up to itself. The block returns its output
+    and the cache extended by x's keys and values, (B, t + Lq, D), for the next step.
+    So a target fed in one call or in pieces gives the same outputs (the tests check).
+
+    The cache holds the self-attention's inputs (x, or LayerNorm(x) for pre-norm), not
+    their projections: :class:`~attention_lib.multihead.MultiHeadAttention` projects
+    them again at every step. That costs work, not correctness.
+
+    Cross-attention ignores the source padding given by ``src_valid_lens``. With dropout
+    0 and the same weights, one call without a cache is
+    ``torch.nn.TransformerDecoderLayer(batch_first=True)`` with a causal ``tgt_mask``
+    and a ``memory_key_padding_mask`` (the tests check, in both norm orders). With
+    ``need_weights=True`` the layers keep their weights, e.g.
+    ``cross_attention.attention_weights`` (B, H, Lq, Lk).
+
+    Shapes:
+        x:              (B, Lq, D) with D = ``embed_dim``
+        enc_outputs:    (B, Lk, D)
+        src_valid_lens: (B,), integer in [0, Lk], optional
+        cache:          (B, t, D), optional
+        returns:        output (B, Lq, D), cache (B, t + Lq, D)
+
+    Taught in ``chapters/05_transformer/01_transformer.ipynb``.
+    """
+
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        ffn_hidden: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        activation: str = "relu",
+    ):
+        super().__init__()
+        self.embed_dim = check_int("embed_dim", embed_dim, 1)
+        self.self_attention = MultiHeadAttention(embed_dim, num_heads, dropout)
+        self.add_norm1 = AddNorm(embed_dim, dropout, norm_first)
+        self.cross_attention = MultiHeadAttention(embed_dim, num_heads, dropout)
+        self.add_norm2 = AddNorm(embed_dim, dropout, norm_first)
+        self.ffn = PositionWiseFFN(embed_dim, ffn_hidden, dropout, activation)
+        self.add_norm3 = AddNorm(embed_dim, dropout, norm_first)
+
+    def forward(
+        self,
+        x: Tensor,
+        enc_outputs: Tensor,
+        src_valid_lens: Tensor | None = None,
+        cache: Tensor | None = None,
+        *,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor]:
+        _check_sequence("x", x, self.embed_dim)
+        _check_memory(x, enc_outputs, src_valid_lens, self.embed_dim)
+        if cache is not None:
+            _check_cache(cache, x)
+        # 1. Causal self-attention over the cached positions and the new ones.
+        h = self.add_norm1.sublayer_input(x)  # (B, Lq, D)
+        kv = h if cache is None else torch.cat([cache, h], dim=1)  # (B, t + Lq, D)
+        causal = causal_mask(h.shape[1], kv.shape[1], x.device)  # (Lq, t + Lq)
+        y = self.self_attention(h, kv, kv, mask=causal, need_weights=need_weights)
+        x = self.add_norm1(x, y)  # (B, Lq, D)
+        # 2. Cross-attention: the queries come from the target, keys and values from
+        # the source.
+        h = self.add_norm2.sublayer_input(x)  # (B, Lq, D)
+        y = self.cross_attention(
+            h, enc_outputs, enc_outputs, src_valid_lens, need_weights=need_weights
+        )  # (B, Lq, D)
+        x = self.add_norm2(x, y)  # (B, Lq, D)
+        # 3. The same MLP at every position.
+        y = self.ffn(self.add_norm3.sublayer_input(x))  # (B, Lq, D)
+        return self.add_norm3(x, y), kv  # (B, Lq, D), (B, t + Lq, D)
+
+
+# --- the stacks -----------------------------------------------------------------------
+
+def _token_embedding(vocab_size, embed_dim: int) -> nn.Embedding:
+    """The token embedding, initialised with standard deviation D^-1/2: scaled by √D
+    in ``forward`` it has unit size, like the positional encoding added to it (as in
+    fairseq)."""
+    embedding = nn.Embedding(check_int("vocab_size", vocab_size, 1), embed_dim)
+    nn.init.normal_(embedding.weight, std=embed_dim**-0.5)
+    return embedding
+
+
+class _Stack(nn.Module):
+    """What the encoder and the decoder share: token embeddings scaled by √D plus
+    sinusoidal positions, ``num_layers`` blocks, and (pre-norm) a final LayerNorm."""
+
+    block_class: type[nn.Module]
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_dim: int,
+        num_heads: int,
+        ffn_hidden: int,
+        num_layers: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        max_len: int = 1000,
+    ):
+        super().__init__()
+        num_layers = check_int("num_layers", num_layers, 1)
+        self.embed_dim = check_int("embed_dim", embed_dim, 1)
+        self.embedding = _token_embedding(vocab_size, embed_dim)
+        self.positional = SinusoidalPositionalEncoding(embed_dim, max_len, dropout)
+        self.blocks = nn.ModuleList(
+            self.block_class(embed_dim, num_heads, ffn_hidden, dropout, norm_first)
+            for _ in range(num_layers)
+        )
+        self.final_norm = nn.LayerNorm(embed_dim) if norm_first else None
+
+    def embed(self, tokens: Tensor, offset: int = 0) -> Tensor:
+        """Embeddings × √D plus the encodings of positions offset, offset + 1, ...
+
+        Shapes:
+            tokens: (B, L); returns: (B, L, D)
+        """
+        x = self.embedding(tokens) * math.sqrt(self.embed_dim)  # (B, L, D)
+        return self.positional(x, offset=offset)  # (B, L, D)
+
+
+class TransformerEncoder(_Stack):
+    """A stack of ``num_layers`` :class:`TransformerEncoderBlock` over embedded tokens.
+
+    Tokens are embedded, scaled by √D, and given the sinusoidal positional encoding
+    (dropout after the sum, as in the paper). With ``norm_first=True`` a final LayerNorm
+    follows the stack. Called like :class:`~attention_lib.seq2seq.Seq2SeqEncoder`,
+    ``encoder(src, src_valid_lens)``, it returns the outputs that
+    :meth:`TransformerDecoder.init_state` takes. In eval mode the blocks keep their
+    self-attention weights (``blocks[i].self_attention.attention_weights``).
+
+    Shapes:
+        src:            (B, Lk) token indices, Lk <= ``max_len``
+        src_valid_lens: (B,) or None (no padding)
+        returns:        (B, Lk, D); rows at padding are computed but mean nothing
+
+    Taught in ``chapters/05_transformer/01_transformer.ipynb``.
+    """
+
+    block_class = TransformerEncoderBlock
+
+    def forward(self, src: Tensor, src_valid_lens: Tensor | None = None) -> Tensor:
+        _check_tokens("src", src)
+        if src_valid_lens is not None:
+            _check_src_valid_lens(src, src_valid_lens)
+        x = self.embed(src)  # (B, Lk, D)
+        for block in self.blocks:
+            x = block(x, src_valid_lens, need_weights=not self.training)  # (B, Lk, D)
+        if self.final_norm is not None:
+            x = self.final_norm(x)  # (B, Lk, D)
+        return x
+
+
+class TransformerState(NamedTuple):
+    """What :class:`TransformerDecoder` carries from step to step.
+
+    Shapes:
+        enc_outputs:    (B, Lk, D)  the encoder's outputs (keys and values of the
+                                    cross-attention)
+        src_valid_lens: (B,)        real source tokens per sentence; None: no padding
+        cache:          num_layers tensors (B, t, D): the keys and values each layer's
+                        self-attention has read, t = target positions fed so far
+    """
+
+    enc_outputs: Tensor
+    src_valid_lens: Tensor | None
+    cache: tuple[Tensor, ...]
+
+
+class TransformerDecoder(_Stack):
+    """A stack of ``num_layers`` :class:`TransformerDecoderBlock` and an output layer,
+    following the library's decoder protocol (:mod:`attention_lib.decoding`).
+
+    ``init_state(enc_outputs, src_valid_lens)`` starts an empty cache;
+    ``decoder(tgt_input, state)`` feeds the next Lq target tokens (all of them for
+    teacher forcing, one at a time for decoding) at positions t, ..., t + Lq − 1 and
+    returns their logits and the state with the cache grown by Lq;
+    ``reorder_state(state, index)`` picks batch rows of everything, cache included, for
+    beam search. With ``norm_first=True`` a final LayerNorm comes before the output
+    layer.
+
+    ``attention_weights`` holds the last layer's cross-attention weights of the last
+    call, (B, H, Lq, Lk), zero at source padding. They are computed in eval mode (as
+    when decoding); in training mode the fused attention runs and they are None.
+
+    Shapes:
+        init_state(enc_outputs (B, Lk, D), src_valid_lens (B,) or None)
+            -> :class:`TransformerState`
+        forward(tgt_input (B, Lq), state) -> logits (B, Lq, V), state
+        attention_weights: (B, H, Lq, Lk), or None
+
+    Taught in ``chapters/05_transformer/01_transformer.ipynb``.
+    """
+
+    block_class = TransformerDecoderBlock
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_dim: int,
+        num_heads: int,
+        ffn_hidden: int,
+        num_layers: int,
+        dropout: float = 0.0,
+        norm_first: bool = False,
+        max_len: int = 1000,
+    ):
+        super().__init__(vocab_size, embed_dim, num_heads, ffn_hidden, num_layers,
+                         dropout, norm_first, max_len)
+        self.dense = nn.Linear(embed_dim, vocab_size)
+        self.attention_weights: Tensor | None = None
+
+    def init_state(
+        self, enc_outputs: Tensor, src_valid_lens: Tensor | None = None
+    ) -> TransformerState:
+        _check_sequence("enc_outputs", enc_outputs, self.embed_dim)
+        if src_valid_lens is not None:
+            _check_src_valid_lens(enc_outputs, src_valid_lens)
+        empty = enc_outputs.new_zeros(enc_outputs.shape[0], 0, self.embed_dim)
+        return TransformerState(
+            enc_outputs, src_valid_lens, tuple(empty for _ in self.blocks)
+        )  # cache: num_layers × (B, 0, D)
+
+    def forward(
+        self, tgt_input: Tensor, state: TransformerState
+    ) -> tuple[Tensor, TransformerState]:
+        _check_tokens("tgt_input", tgt_input)
+        if not isinstance(state, TransformerState):
+            raise TypeError(
+                "state must be the TransformerState that init_state returns, got"
+                f" {describe(state)}"
+            )
+        enc_outputs, src_valid_lens, cache = state
+        num_steps = cache[0].shape[1]  # t: target positions fed before
+        # 1. Embed the new tokens at their positions t, ..., t + Lq − 1.
+        x = self.embed(tgt_input, offset=num_steps)  # (B, Lq, D)
+        # 2. Every block reads its cache and returns it grown by the new positions.
+        need_weights = not self.training
+        new_cache = []
+        for block, layer_cache in zip(self.blocks, cache):
+            x, layer_cache = block(x, enc_outputs, src_valid_lens, layer_cache,
+                                   need_weights=need_weights)  # (B, Lq, D)
+            new_cache.append(layer_cache)  # (B, t + Lq, D)
+        if self.final_norm is not None:
+            x = self.final_norm(x)  # (B, Lq, D)
+        self.attention_weights = self.blocks[-1].cross_attention.attention_weights
+        logits = self.dense(x)  # (B, Lq, V)
+        return logits, state._replace(cache=tuple(new_cache))
+
+    @staticmethod
+    def reorder_state(state: TransformerState, index: Tensor) -> TransformerState:
+        """Pick (and repeat) batch rows of a state, cache included, as beam search
+        needs.
+
+        Shapes:
+            index: (B',) long; returns: a state with batch size B'
+        """
+        enc_outputs, src_valid_lens, cache = state
+        return TransformerState(
+            enc_outputs.index_select(0, index),
+            None if src_valid_lens is None else src_valid_lens.index_select(0, index),
+            tuple(layer_cache.index_select(0, index) for layer_cache in cache),
+        )
+
+
+# --- the paper's learning rate --------------------------------------------------------
+
+def warmup_rate(step: int, embed_dim: int, warmup_steps: int) -> float:
+    """The learning rate of Vaswani et al. (2017), equation 3, at update ``step``:
+
+        lr = D^-0.5 · min(step^-0.5, step · warmup_steps^-1.5)
+
+    It grows linearly for ``warmup_steps`` updates, peaks at
+    (D · warmup_steps)^-0.5, then decays as 1/√step.
+
+    Shapes:
+        step >= 1, embed_dim, warmup_steps >= 1: ints; returns: float
+
+    Taught in ``chapters/05_transformer/01_transformer.ipynb``.
+    """
+    step = check_int("step", step, 1)
+    embed_dim = check_int("embed_dim", embed_dim, 1)
+    warmup_steps = check_int("warmup_steps", warmup_steps, 1)
+    return embed_dim**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
+
+
+def warmup_schedule(optimizer, embed_dim: int, warmup_steps: int = 4000) -> LambdaLR:
+    """A ``LambdaLR`` that multiplies the optimiser's learning rate by
+    :func:`warmup_rate`; give the optimiser ``lr=1.0`` to get the paper's rate (the
+    paper uses Adam with betas (0.9, 0.98) and eps 1e-9).
+
+    Stepped after every update, as :func:`~attention_lib.training.train_seq2seq` does:
+    update n = 1, 2, ... runs at ``warmup_rate(n, ...)``. For ``train_seq2seq``'s
+    ``schedule`` argument: ``lambda opt: warmup_schedule(opt, D, 4000)``.
+
+    Shapes:
+        optimizer: a ``torch.optim.Optimizer``; returns: ``LambdaLR``
+
+    Taught in ``chapters/05_transformer/01_transformer.ipynb``.
+    """
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(
+            f"optimizer must be a torch.optim.Optimizer, got {describe(optimizer)}"
+        )
+    embed_dim = check_int("embed_dim", embed_dim, 1)
+    warmup_steps = check_int("warmup_steps", warmup_steps, 1)
+    # LambdaLR counts the scheduler's steps from 0; update n comes after n − 1 of them.
+    return LambdaLR(
+        optimizer, lambda count: warmup_rate(count + 1, embed_dim, warmup_steps)
+    )
