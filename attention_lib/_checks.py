@@ -79,6 +79,19 @@ def check_real(name: str, value, meaning: str = "") -> float:
     raise TypeError(f"{name} must be a finite number{meaning}, got {describe(value)}")
 
 
+def check_probability(name: str, value) -> float:
+    """``value`` as a float in [0, 1) (a dropout rate, say), or an error naming
+    ``name``.
+
+    Shapes:
+        value: a scalar; returns: float
+    """
+    value = check_real(name, value, " (a probability)")
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"{name} must lie in [0, 1), got {value}")
+    return value
+
+
 def check_str_list(name: str, values) -> list[str]:
     """``values`` as a list of strings, or a TypeError naming ``name`` (a single str is
     refused, not split into characters).

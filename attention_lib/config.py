@@ -12,8 +12,16 @@ __all__ = [
 ]
 
 
+class _Settings:
+    """What every experiment's settings can do: ``with_(**changes)`` is a copy with
+    some settings changed (the dataclass is frozen, so the original stays)."""
+
+    def with_(self, **changes):
+        return replace(self, **changes)
+
+
 @dataclass(frozen=True)
-class Seq2SeqConfig:
+class Seq2SeqConfig(_Settings):
     """The settings of one encoder–decoder training run on the English–French corpus.
 
     ``num_steps``, ``min_freq`` and ``max_train`` go to
@@ -41,9 +49,6 @@ class Seq2SeqConfig:
     lr: float = 0.005
     num_epochs: int = 6
 
-    def with_(self, **changes) -> "Seq2SeqConfig":
-        return replace(self, **changes)
-
 
 #: Chapter 1's encoder–decoder (two GRU layers of 256, six epochs); also
 #: ``bench/bench_seq2seq.py``.
@@ -64,7 +69,7 @@ D2L_BAHDANAU = Seq2SeqConfig(num_steps=9, embed_size=256, num_hiddens=256)
 
 
 @dataclass(frozen=True)
-class AttentionLMConfig:
+class AttentionLMConfig(_Settings):
     """The settings of the small causal language model whose heads chapter 4 looks at.
 
     ``num_steps`` (tokens per sentence, ``<bos>`` included: the longest input),
@@ -94,7 +99,4 @@ class AttentionLMConfig:
     lr: float = 0.01
     weight_decay: float = 0.01
     seed: int = 0
-
-    def with_(self, **changes) -> "AttentionLMConfig":
-        return replace(self, **changes)
 

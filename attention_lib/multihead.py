@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from ._checks import check_int, check_real, describe
+from ._checks import check_int, check_probability, describe
 from .attention import _check_kv, _check_qk, dot_product_attention
 from .masking import _combine_masks
 
@@ -60,9 +60,7 @@ def _check_sizes(embed_dim, num_heads, dropout, kdim, vdim) -> tuple:
             f"embed_dim (D={embed_dim}) must be divisible by num_heads"
             f" (H={num_heads}): every head gets D / H features"
         )
-    dropout = check_real("dropout", dropout, " (a probability)")
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must lie in [0, 1), got {dropout}")
+    dropout = check_probability("dropout", dropout)
     kdim = embed_dim if kdim is None else check_int("kdim", kdim, 1)
     vdim = embed_dim if vdim is None else check_int("vdim", vdim, 1)
     return embed_dim, num_heads, dropout, kdim, vdim

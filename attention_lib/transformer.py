@@ -38,7 +38,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 from torch.optim.lr_scheduler import LambdaLR
 
-from ._checks import check_int, check_real, describe
+from ._checks import check_int, check_probability, describe
 from .masking import _check_valid_lens, causal_mask
 from .multihead import MultiHeadAttention
 from .positional import SinusoidalPositionalEncoding
@@ -60,13 +60,6 @@ _ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F
 
 
 # --- input checks: every bad shape names what it got and what was expected ----------
-
-def _check_dropout(dropout) -> float:
-    dropout = check_real("dropout", dropout, " (a probability)")
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must lie in [0, 1), got {dropout}")
-    return dropout
-
 
 def _check_sequence(name: str, x, embed_dim: int) -> None:
     """x of shape (B, L, D), floating, with D = embed_dim."""
@@ -140,7 +133,7 @@ class PositionWiseFFN(nn.Module):
         self.activation = activation
         self.W_1 = nn.Linear(embed_dim, ffn_hidden)
         self.W_2 = nn.Linear(ffn_hidden, embed_dim)
-        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.dropout = nn.Dropout(check_probability("dropout", dropout))
 
     def forward(self, x: Tensor) -> Tensor:
         _check_sequence("x", x, self.embed_dim)
@@ -177,7 +170,7 @@ class AddNorm(nn.Module):
         self.embed_dim = check_int("embed_dim", embed_dim, 1)
         self.norm_first = bool(norm_first)
         self.norm = nn.LayerNorm(embed_dim)
-        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.dropout = nn.Dropout(check_probability("dropout", dropout))
 
     def sublayer_input(self, x: Tensor) -> Tensor:
         """What the sublayer reads: LayerNorm(x) for pre-norm, x itself for post-norm.
