@@ -78,8 +78,11 @@ from .plotting import (
 )
 from .seq2seq import EncoderDecoder, Seq2SeqDecoder, Seq2SeqEncoder
 from .training import (
+    History,
+    autocast,
     choose_device,
     evaluate_loss,
+    native_bfloat16,
     sequence_loss,
     set_seed,
     train_seq2seq,
@@ -93,6 +96,7 @@ from .transformer import (
     TransformerEncoder,
     TransformerEncoderBlock,
     TransformerState,
+    torch_twin,
     warmup_rate,
     warmup_schedule,
 )

@@ -9,6 +9,8 @@ __all__ = [
     "CHAPTER3_COMPARISON",
     "D2L_BAHDANAU",
     "AttentionLMConfig",
+    "TransformerConfig",
+    "CHAPTER5_TRANSFORMER",
 ]
 
 
@@ -100,3 +102,51 @@ class AttentionLMConfig(_Settings):
     weight_decay: float = 0.01
     seed: int = 0
 
+
+
+# --- chapter 5, the Transformer on the English-French corpus ------------------------
+
+
+@dataclass(frozen=True)
+class TransformerConfig(_Settings):
+    """The settings of chapter 5's translation Transformer, raced against chapter 3's
+    RNNs on the same data.
+
+    ``num_steps``, ``min_freq`` and ``max_train`` go to
+    :func:`~attention_lib.data.load_fra_eng` (chapter 3's data); ``embed_dim`` (D),
+    ``num_heads`` (H), ``ffn_hidden`` (F), ``num_layers`` (N), ``dropout`` and
+    ``norm_first`` size :class:`~attention_lib.transformer.TransformerEncoder` and
+    :class:`~attention_lib.transformer.TransformerDecoder`; minibatches of
+    ``batch_size``, AdamW with ``lr``, ``betas`` and ``weight_decay``, the rate warmed
+    up linearly over ``warmup_steps`` updates and then held, ``label_smoothing`` on the
+    training loss; held-out BLEU measured every ``checkpoint_every`` batches.
+    ``with_(**changes)`` returns a copy with some settings changed.
+
+    Shapes:
+        a batch: src (batch_size, num_steps); embeddings (.., embed_dim); attention
+        weights (batch_size, num_heads, Lq, Lk)
+
+    Taught in ``chapters/05_transformer/02_training.ipynb``.
+    """
+
+    num_steps: int = 12
+    min_freq: int = 2
+    max_train: int = 20_000
+    embed_dim: int = 128
+    num_heads: int = 4
+    ffn_hidden: int = 256
+    num_layers: int = 2
+    dropout: float = 0.0
+    norm_first: bool = True
+    batch_size: int = 64
+    lr: float = 3e-3
+    betas: tuple = (0.9, 0.98)
+    weight_decay: float = 0.01
+    warmup_steps: int = 100
+    label_smoothing: float = 0.1
+    checkpoint_every: int = 80
+
+
+#: Chapter 5's race: a small pre-norm Transformer, no dropout (the budget is two minutes
+#: of training, too short to overfit 20,000 pairs).
+CHAPTER5_TRANSFORMER = TransformerConfig()

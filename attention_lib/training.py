@@ -5,7 +5,10 @@ Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
 """
 from __future__ import annotations
 
+import contextlib
 import random
+import time
+from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
@@ -17,8 +20,11 @@ from tqdm.auto import tqdm
 
 __all__ = [
     "choose_device",
+    "native_bfloat16",
+    "autocast",
     "set_seed",
     "sequence_loss",
+    "History",
     "train_seq2seq",
     "evaluate_loss",
 ]
@@ -40,6 +46,57 @@ def choose_device() -> torch.device:
     ):
         return torch.device("mps")
     return torch.device("cpu")
+
+
+def native_bfloat16(device: torch.device | str) -> bool:
+    """Whether ``device`` computes in bfloat16 natively: a CUDA GPU with bfloat16
+    arithmetic (compute capability 8.0 on), or a CPU with the AVX-512 BF16 or AMX
+    instructions (read from ``/proc/cpuinfo`` on Linux; elsewhere oneDNN is asked).
+    Without them bfloat16 is emulated, and can be hundreds of times slower than float32.
+
+    Shapes:
+        returns: bool
+
+    Taught in ``chapters/05_transformer/02_training.ipynb``.
+    """
+    device = torch.device(device)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            return False
+        try:
+            return torch.cuda.is_bf16_supported(including_emulation=False)
+        except TypeError:  # older PyTorch: no emulation to exclude
+            return torch.cuda.is_bf16_supported()
+    if device.type == "cpu":
+        try:
+            flags = Path("/proc/cpuinfo").read_text().split()
+        except OSError:
+            return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+        return "avx512_bf16" in flags or "amx_bf16" in flags
+    return False
+
+
+def autocast(device: torch.device | str, precision: str = "auto"):
+    """The context in which a model computes: ``"float32"`` (nothing changes),
+    ``"bfloat16"`` (``torch.autocast``: matrix products in bfloat16, reductions such
+    as softmax, LayerNorm and the loss in float32), or ``"auto"``: bfloat16 where
+    :func:`native_bfloat16` says the device has it, float32 elsewhere.
+
+    Shapes:
+        returns: a context manager
+
+    Taught in ``chapters/05_transformer/02_training.ipynb``.
+    """
+    device = torch.device(device)
+    if precision not in ("auto", "float32", "bfloat16"):
+        raise ValueError(
+            f"precision must be 'auto', 'float32' or 'bfloat16', got {precision!r}"
+        )
+    if precision == "auto":
+        precision = "bfloat16" if native_bfloat16(device) else "float32"
+    if precision == "float32":
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=torch.bfloat16)
 
 
 def set_seed(seed: int = 0) -> None:
@@ -82,6 +139,18 @@ def sequence_loss(
     )
 
 
+class History(dict):
+    """A loss history, ``{"train": [...], "val": [...]}`` (one number per epoch), that
+    also records the training time and work: ``seconds``, ``batches`` and ``tokens``.
+
+    Taught in ``chapters/05_transformer/02_training.ipynb``.
+    """
+
+    seconds: float = 0.0
+    batches: int = 0
+    tokens: int = 0
+
+
 def train_seq2seq(
     model: nn.Module,
     loader,
@@ -95,7 +164,11 @@ def train_seq2seq(
     optimizer: Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer] | None = None,
     schedule: Callable[[torch.optim.Optimizer], LRScheduler] | None = None,
     label_smoothing: float = 0.0,
-) -> dict[str, list[float]]:
+    precision: str = "float32",
+    max_seconds: float | None = None,
+    checkpoint: Callable[[int, float], None] | None = None,
+    checkpoint_every: int = 0,
+) -> History:
     """Train an :class:`~attention_lib.seq2seq.EncoderDecoder` with teacher forcing.
 
     Adam with learning rate ``lr`` unless ``optimizer`` is given: a factory that takes
@@ -105,9 +178,19 @@ def train_seq2seq(
     Transformer's warm-up is one). ``label_smoothing`` applies to the training loss
     only (the validation loss stays plain cross-entropy, comparable between runs).
     Gradient-norm clipping at ``grad_clip``, one
-    progress bar over all batches. Returns the loss history: the mean training loss per
-    token for each epoch (``"train"``) and, when a ``val_loader`` is given, the
-    validation loss after each epoch (``"val"``).
+    progress bar over all batches. ``precision`` is :func:`autocast`'s (``"auto"``:
+    bfloat16 where the device has it natively).
+
+    A race against the clock: training stops once it has used ``max_seconds`` (it
+    finishes the batch it is on); every ``checkpoint_every`` batches, and at the end,
+    ``checkpoint(batches_done, training_seconds)`` is called, e.g. to measure BLEU. The
+    time spent in ``checkpoint`` (and in the validation loss) is not training time.
+
+    Returns the loss history: the mean training loss per token for each epoch
+    (``"train"``; a last, cut-short epoch counts too) and, when a ``val_loader`` is
+    given, the validation loss after each epoch (``"val"``). It is a
+    :class:`History`: its attributes ``seconds``, ``batches`` and ``tokens`` (target
+    tokens, padding excluded) give the training time and the work done.
 
     Shapes:
         each batch: :class:`~attention_lib.data.Batch` (src (B, Lk), src_valid_lens
@@ -124,7 +207,7 @@ def train_seq2seq(
     else:
         optimizer = optimizer(model.parameters())
     scheduler = None if schedule is None else schedule(optimizer)
-    history: dict[str, list[float]] = {"train": []}
+    history = History(train=[])
     if val_loader is not None:
         history["val"] = []
     # At most about 100 refreshes per bar, however long the run: each refresh of the bar
@@ -133,17 +216,20 @@ def train_seq2seq(
     total_batches = num_epochs * len(loader)
     bar = tqdm(total=total_batches, desc="training", unit="batch", disable=not progress,
                miniters=max(1, total_batches // 100))
+    seconds, batches, all_tokens = 0.0, 0, 0
     for epoch in range(num_epochs):
         model.train()
         total, tokens = 0.0, 0
+        started = time.perf_counter()
         for batch in loader:
             src, src_valid_lens, tgt_input, tgt_output, _ = (
                 t.to(device) for t in batch
             )
             # 1. Teacher forcing: the decoder reads the true previous token, not its own
             # guess.
-            logits = model(src, src_valid_lens, tgt_input)  # (B, Lq, V)
-            loss = sequence_loss(logits, tgt_output, pad, label_smoothing)
+            with autocast(device, precision):
+                logits = model(src, src_valid_lens, tgt_input)  # (B, Lq, V)
+                loss = sequence_loss(logits.float(), tgt_output, pad, label_smoothing)
             # 2. Backpropagate, clip the gradient norm (RNNs' gradients can explode),
             # step.
             optimizer.zero_grad(set_to_none=True)
@@ -154,13 +240,41 @@ def train_seq2seq(
                 scheduler.step()
             n = int((tgt_output != pad).sum())
             total, tokens = total + loss.item() * n, tokens + n
+            batches += 1
             bar.update(1)
             bar.set_postfix(
                 epoch=epoch + 1, loss=f"{total / tokens:.3f}", refresh=False
             )  # shown at the next refresh
+            # 3. The clock: checkpoints and the validation loss are not training time.
+            out_of_time = (
+                max_seconds is not None
+                and seconds + time.perf_counter() - started >= max_seconds
+            )
+            if checkpoint is not None and checkpoint_every and (
+                batches % checkpoint_every == 0 and not out_of_time
+            ):
+                seconds += time.perf_counter() - started
+                checkpoint(batches, seconds)
+                model.train()
+                started = time.perf_counter()
+            if out_of_time:
+                # Stopped by the clock, not cut short by an error: the bar ends full.
+                bar.total = bar.n
+                bar.set_postfix(epoch=epoch + 1, loss=f"{total / tokens:.3f}",
+                                stopped="time budget", refresh=False)
+                bar.refresh()
+                break
+        seconds += time.perf_counter() - started
+        all_tokens += tokens
         history["train"].append(total / tokens)
         if val_loader is not None:
             history["val"].append(evaluate_loss(model, val_loader, pad, device))
+        if out_of_time:
+            break
+    bar.close()
+    if checkpoint is not None:
+        checkpoint(batches, seconds)
+    history.seconds, history.batches, history.tokens = seconds, batches, all_tokens
     bar.close()
     return history
 

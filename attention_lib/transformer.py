@@ -52,6 +52,7 @@ __all__ = [
     "TransformerEncoder",
     "TransformerState",
     "TransformerDecoder",
+    "torch_twin",
     "warmup_rate",
     "warmup_schedule",
 ]
@@ -325,6 +326,58 @@ class TransformerDecoderBlock(nn.Module):
         # 3. The same MLP at every position.
         y = self.ffn(self.add_norm3.sublayer_input(x))  # (B, Lq, D)
         return self.add_norm3(x, y), kv  # (B, Lq, D), (B, t + Lq, D)
+
+
+# --- the blocks' PyTorch twins --------------------------------------------------------
+
+def _copy_attention(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
+    """PyTorch keeps W^Q, W^K, W^V stacked in one ``in_proj`` matrix."""
+    projections = [ours.W_q, ours.W_k, ours.W_v]
+    theirs.in_proj_weight.copy_(torch.cat([p.weight for p in projections]))
+    theirs.in_proj_bias.copy_(torch.cat([p.bias for p in projections]))
+    theirs.out_proj.load_state_dict(ours.W_o.state_dict())
+
+
+def torch_twin(block: nn.Module) -> nn.Module:
+    """PyTorch's own layer with the weights of ``block``: a
+    ``torch.nn.TransformerEncoderLayer`` for a :class:`TransformerEncoderBlock`, a
+    ``torch.nn.TransformerDecoderLayer`` for a :class:`TransformerDecoderBlock`, with
+    the same sizes, norm order, activation, dtype and device, ``batch_first=True`` and
+    dropout 0. Fed the same input (PyTorch's masks say True where ours say False), it
+    must give the same output: the parity check of each block.
+
+    Shapes:
+        returns: the twin, in training mode (PyTorch's eval-mode fast path drops padded
+        positions from its output, which ours computes)
+
+    Taught in ``chapters/05_transformer/01_transformer.ipynb``.
+    """
+    if isinstance(block, TransformerEncoderBlock):
+        twin_class, attentions = nn.TransformerEncoderLayer, ["self_attention"]
+    elif isinstance(block, TransformerDecoderBlock):
+        twin_class = nn.TransformerDecoderLayer
+        attentions = ["self_attention", "cross_attention"]
+    else:
+        raise TypeError(
+            "block must be a TransformerEncoderBlock or TransformerDecoderBlock, got"
+            f" {describe(block)}"
+        )
+    weight = block.ffn.W_1.weight
+    norms = [m for m in block.children() if isinstance(m, AddNorm)]
+    twin = twin_class(
+        block.embed_dim, block.self_attention.num_heads, block.ffn.ffn_hidden,
+        dropout=0.0, activation=block.ffn.activation, batch_first=True,
+        norm_first=norms[0].norm_first, device=weight.device, dtype=weight.dtype,
+    )
+    theirs = [twin.self_attn] + ([twin.multihead_attn] if len(attentions) > 1 else [])
+    with torch.no_grad():
+        for name, their_attention in zip(attentions, theirs):
+            _copy_attention(getattr(block, name), their_attention)
+        twin.linear1.load_state_dict(block.ffn.W_1.state_dict())
+        twin.linear2.load_state_dict(block.ffn.W_2.state_dict())
+        for i, add_norm in enumerate(norms, 1):
+            getattr(twin, f"norm{i}").load_state_dict(add_norm.norm.state_dict())
+    return twin.train()
 
 
 # --- the stacks -----------------------------------------------------------------------

@@ -12,8 +12,10 @@ from attention_lib import Seq2SeqEncoder, load_fra_eng, train_seq2seq
 from attention_lib.config import (
     CHAPTER1_SEQ2SEQ,
     CHAPTER3_COMPARISON,
+    CHAPTER5_TRANSFORMER,
     D2L_BAHDANAU,
     Seq2SeqConfig,
+    TransformerConfig,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,6 +38,22 @@ def test_every_setting_is_an_argument_of_the_function_that_uses_it():
             continue
         users = [name for name, params in parameters.items() if field.name in params]
         assert users, f"setting {field.name!r} is no argument of {list(USERS)}"
+
+
+def test_every_transformer_setting_is_an_argument_of_the_function_that_uses_it():
+    import torch
+
+    from attention_lib import TransformerEncoder
+
+    users = [load_fra_eng, TransformerEncoder, train_seq2seq, torch.optim.AdamW]
+    parameters = set().union(*(inspect.signature(fn).parameters for fn in users))
+    # warmup_steps: the linear warm-up of chapter 5's race (a LambdaLR in the notebook)
+    own = {"batch_size", "warmup_steps"}
+    for field in dataclasses.fields(TransformerConfig):
+        assert field.name in parameters | own, field.name
+    # The race uses chapter 3's data, so the two models see the same sentences.
+    for name in ("num_steps", "min_freq", "max_train"):
+        assert getattr(CHAPTER5_TRANSFORMER, name) == getattr(CHAPTER3_COMPARISON, name)
 
 
 def test_settings_are_frozen_and_with_copies():

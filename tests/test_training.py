@@ -182,3 +182,87 @@ def test_label_smoothing_reaches_the_training_loss_only(small_data):
         sequence_loss(logits, batch.tgt_output, pad, 0.3).item(), rel=1e-5)
     assert history["val"][0] == pytest.approx(
         sequence_loss(logits, batch.tgt_output, pad).item(), rel=1e-5)
+
+
+# --- mixed precision and the clock (chapter 5's race) ---------------------------------
+
+def tiny_model(data):
+    set_seed(0)
+    return EncoderDecoder(
+        Seq2SeqEncoder(len(data.src_vocab), 4, 8),
+        Seq2SeqDecoder(len(data.tgt_vocab), 4, 8),
+    )
+
+
+def test_native_bfloat16_reads_the_cpu_flags(monkeypatch, tmp_path):
+    from attention_lib import native_bfloat16
+    from attention_lib import training
+
+    real_path = training.Path
+    for flags, expected in [("fpu avx2 avx512f", False), ("avx512f avx512_bf16", True),
+                            ("amx_bf16 amx_tile", True)]:
+        cpuinfo = tmp_path / "cpuinfo"
+        cpuinfo.write_text(f"processor : 0\nflags : {flags}\n")
+        monkeypatch.setattr(
+            training, "Path",
+            lambda p, f=cpuinfo: f if p == "/proc/cpuinfo" else real_path(p),
+        )
+        assert native_bfloat16("cpu") is expected
+    assert native_bfloat16("meta") is False
+
+
+def test_autocast_precisions():
+    from attention_lib import autocast, native_bfloat16
+
+    x = torch.randn(3, 4)
+    with autocast("cpu", "bfloat16"):
+        assert (x @ x.T).dtype == torch.bfloat16
+    with autocast("cpu", "float32"):
+        assert (x @ x.T).dtype == torch.float32
+    with autocast("cpu", "auto"):
+        expected = torch.bfloat16 if native_bfloat16("cpu") else torch.float32
+        assert (x @ x.T).dtype == expected
+    with pytest.raises(ValueError, match="precision must be"):
+        autocast("cpu", "float16")
+
+
+def test_bfloat16_training_runs_and_keeps_float32_weights(small_data):
+    model = tiny_model(small_data)
+    history = train_seq2seq(model, small_data.loader("val", batch_size=256), 1, pad=0,
+                            device=torch.device("cpu"), progress=False,
+                            precision="bfloat16")
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert history["train"][0] == pytest.approx(history["train"][0])  # not NaN
+    assert history.tokens == int((small_data.tensors("val").tgt_output != 0).sum())
+
+
+def test_max_seconds_stops_training_and_checkpoints_are_not_training_time(
+    small_data, monkeypatch
+):
+    """A fake clock: every batch takes 1 s, every checkpoint 100 s. With a budget of 5 s
+    training stops after the 5th batch, and the checkpoints' time is not counted."""
+    from attention_lib import training
+
+    now = [0.0]
+    monkeypatch.setattr(training.time, "perf_counter", lambda: now[0])
+    real_step = torch.optim.Adam.step
+
+    def step(self, *args, **kwargs):
+        now[0] += 1.0
+        return real_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", step)
+    seen = []
+
+    def checkpoint(batches, seconds):
+        seen.append((batches, seconds))
+        now[0] += 100.0
+
+    loader = small_data.loader("val", batch_size=64)
+    assert len(loader) > 10
+    history = train_seq2seq(tiny_model(small_data), loader, 3, pad=0,
+                            device=torch.device("cpu"), progress=False,
+                            max_seconds=5, checkpoint=checkpoint, checkpoint_every=2)
+    assert seen == [(2, 2.0), (4, 4.0), (5, 5.0)]
+    assert (history.batches, history.seconds) == (5, 5.0)
+    assert len(history["train"]) == 1

@@ -17,6 +17,7 @@ from attention_lib import (
     TransformerEncoderBlock,
     beam_search,
     greedy_decode,
+    torch_twin,
     train_seq2seq,
     valid_lens_to_mask,
     warmup_rate,
@@ -50,23 +51,6 @@ def full_pass(model, src=SRC, src_lens=SRC_LENS, tgt=TGT):
 
 # --- parity with PyTorch's layers (weights copied) ------------------------------------
 
-def copy_attention(ours, theirs: nn.MultiheadAttention) -> None:
-    """PyTorch's in_proj stacks [W_q; W_k; W_v]."""
-    projections = [ours.W_q, ours.W_k, ours.W_v]
-    theirs.in_proj_weight.copy_(torch.cat([p.weight for p in projections]))
-    theirs.in_proj_bias.copy_(torch.cat([p.bias for p in projections]))
-    theirs.out_proj.weight.copy_(ours.W_o.weight)
-    theirs.out_proj.bias.copy_(ours.W_o.bias)
-
-
-def copy_common(ours, theirs, norms) -> None:
-    """The feed-forward network and the LayerNorms, in PyTorch's order."""
-    theirs.linear1.load_state_dict(ours.ffn.W_1.state_dict())
-    theirs.linear2.load_state_dict(ours.ffn.W_2.state_dict())
-    for i, add_norm in enumerate(norms, 1):
-        getattr(theirs, f"norm{i}").load_state_dict(add_norm.norm.state_dict())
-
-
 def randomise(module, seed=0) -> None:
     """Random weights everywhere, LayerNorms included (their defaults are 1 and 0)."""
     gen = torch.Generator().manual_seed(seed)
@@ -80,11 +64,9 @@ def test_encoder_block_equals_torch_encoder_layer(norm_first):
     ours = TransformerEncoderBlock(8, 2, 16, norm_first=norm_first).double().eval()
     randomise(ours)
     # train() with dropout 0: PyTorch's eval fast path drops the padded positions
-    theirs = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True,
-                                        norm_first=norm_first, dtype=torch.float64)
-    with torch.no_grad():
-        copy_attention(ours.self_attention, theirs.self_attn)
-        copy_common(ours, theirs, [ours.add_norm1, ours.add_norm2])
+    theirs = torch_twin(ours)
+    assert isinstance(theirs, nn.TransformerEncoderLayer)
+    assert theirs.norm_first == norm_first
     x = torch.randn(3, 5, 8, dtype=torch.float64)
     valid_lens = torch.tensor([5, 2, 3])
     padding = ~valid_lens_to_mask(valid_lens, 5)  # PyTorch: True = ignore
@@ -99,12 +81,9 @@ def test_encoder_block_equals_torch_encoder_layer(norm_first):
 def test_decoder_block_equals_torch_decoder_layer(norm_first):
     ours = TransformerDecoderBlock(8, 2, 16, norm_first=norm_first).double().eval()
     randomise(ours, seed=1)
-    theirs = nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, batch_first=True,
-                                        norm_first=norm_first, dtype=torch.float64)
-    with torch.no_grad():
-        copy_attention(ours.self_attention, theirs.self_attn)
-        copy_attention(ours.cross_attention, theirs.multihead_attn)
-        copy_common(ours, theirs, [ours.add_norm1, ours.add_norm2, ours.add_norm3])
+    theirs = torch_twin(ours)
+    assert isinstance(theirs, nn.TransformerDecoderLayer)
+    assert theirs.norm_first == norm_first
     x = torch.randn(3, 4, 8, dtype=torch.float64)
     memory = torch.randn(3, 6, 8, dtype=torch.float64)
     src_lens = torch.tensor([6, 1, 4])
@@ -296,7 +275,23 @@ def test_beam_of_one_is_greedy_and_a_beam_of_three_runs(trained):
         assert wide[i] == alone[0]
         torch.testing.assert_close(wide_weights[i][..., :n], alone_weights[0])
         assert wide_weights[i].shape == (2, max(len(wide[i]), 1), 5)
-    assert wide != greedy  # the wider beam found other outputs
+    # The wider beam's choice scores at least as well under the model as greedy's.
+    for i, n in enumerate(SRC_LENS.tolist()):
+        assert normalised_score(model, i, wide[i]) >= (
+            normalised_score(model, i, greedy[i]) - 1e-9
+        )
+
+
+@torch.no_grad()
+def normalised_score(model, i, output, max_len=6, length_penalty=0.75):
+    """log p(output) / len ** length_penalty, as beam search scores a hypothesis
+    (<eos> included when the output stopped before max_len)."""
+    tokens = output + [EOS] if len(output) < max_len else output
+    tgt_input = torch.tensor([[BOS] + tokens[:-1]])
+    logits = full_pass(model, SRC[i : i + 1], SRC_LENS[i : i + 1], tgt_input)
+    log_probs = F.log_softmax(logits[0], dim=-1)  # (T, V)
+    total = log_probs[torch.arange(len(tokens)), torch.tensor(tokens)].sum().item()
+    return total / len(tokens) ** length_penalty
 
 
 # --- training: label smoothing and the warm-up schedule -------------------------------
@@ -386,3 +381,8 @@ def test_every_public_name_has_a_shapes_block():
     for name in module.__all__:
         doc = getattr(module, name).__doc__
         assert doc and "Shapes:" in doc, name
+
+
+def test_torch_twin_refuses_what_has_no_twin():
+    with pytest.raises(TypeError, match="TransformerEncoderBlock or"):
+        torch_twin(nn.Linear(2, 2))

@@ -42,3 +42,18 @@ from .self_attention import (
     check_padding_mask,
     check_split_heads,
 )
+from .transformer_bugs import (
+    check_attention_step,
+    check_causal_mask,
+    check_cross_attention,
+)
+from .transformer import (
+    check_cache_size,
+    check_decoder_block_parameters,
+    check_encoder_block_macs,
+    check_encoder_block_parameters,
+    check_smoothed_loss,
+    check_sublayer,
+    check_warmup_peak,
+    check_warmup_rate,
+)

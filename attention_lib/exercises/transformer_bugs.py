@@ -1,0 +1,570 @@
+"""Checkers for chapter 5's bug hunt: three places where a Transformer decoder block
+runs and computes the wrong thing.
+
+* :func:`check_causal_mask`: the mask of the decoder's self-attention, without and
+  with a cache of earlier positions;
+* :func:`check_cross_attention`: where the cross-attention takes its queries, keys,
+  values and padding from;
+* :func:`check_attention_step`: multi-head attention between the projections and
+  W_o (split, scale, masked softmax over the keys, merge).
+
+Each checker runs the reader's function on cases whose sizes all differ, compares with
+the library (:func:`~attention_lib.masking.causal_mask`,
+:class:`~attention_lib.multihead.MultiHeadAttention`,
+:func:`~attention_lib.attention.dot_product_attention`) and, when the answer is wrong,
+recomputes the typical mistakes to name the one made: the diagonal hidden, a
+transposed mask, no mask, a cache's offset forgotten; keys from the target, keys over
+[memory; target], padding ignored or inverted, a causal mask on the source; heads split
+or merged without the transpose, no scale or √D, the softmax over the queries, the
+mask ignored.
+
+Taught in ``chapters/05_transformer/04_bug_hunt.ipynb``.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import torch
+from torch import Tensor
+
+from ..attention import dot_product_attention
+from ..masking import causal_mask, valid_lens_to_mask
+from ..multihead import MultiHeadAttention, merge_heads, split_heads
+from ._feedback import (
+    Feedback,
+    checker,
+    close,
+    first_match,
+    read_tensor,
+    run_safely,
+)
+from .self_attention import _merge_no_transpose, _sizes, _split_no_transpose
+
+__all__ = ["check_causal_mask", "check_cross_attention", "check_attention_step"]
+
+
+def _hinted(error: Feedback, hints: list[tuple[str, str]]) -> Feedback:
+    """The reader's error, followed by the hint for the first phrase it contains."""
+    if error.todo:
+        return error
+    for phrase, hint in hints:
+        if phrase in error.message:
+            return Feedback.wrong(f"{error.message} {hint}")
+    return error
+
+
+# --- 1. the causal mask ---------------------------------------------------------------
+
+# (Lq, Lk): no cache; three new positions after four cached ones; one step after four
+_MASK_CASES = ((4, 4), (3, 7), (1, 5))
+
+
+def _triangle(num_queries: int, num_kv: int, diagonal: int, upper=False) -> Tensor:
+    ones = torch.ones(num_queries, num_kv, dtype=torch.bool)
+    return ones.triu(diagonal) if upper else ones.tril(diagonal)
+
+
+def _mask_variants(num_queries: int, num_kv: int) -> list[tuple[Tensor, str]]:
+    offset = num_kv - num_queries  # positions already in the cache
+    expected = _triangle(num_queries, num_kv, offset)
+    variants = [
+        (
+            ~expected,
+            "your mask is inverted: True where a query may NOT attend. That is the"
+            " convention of torch.nn.Transformer's bool masks; in the library and in"
+            " F.scaled_dot_product_attention True means 'may attend'. Negate it.",
+        ),
+        (
+            torch.ones_like(expected),
+            "no mask: every query may attend to every position, the future included,"
+            " so in training each position can read the token it must predict. Keep"
+            " the lower triangle.",
+        ),
+        (
+            _triangle(num_queries, num_kv, offset - 1),
+            "diagonal hidden: query i does not see its own position (tril(-1), or"
+            " triu(0) negated). The first position then has no key at all. A query"
+            " may attend to itself: keep the diagonal, tril(diagonal=0) without a"
+            " cache.",
+        ),
+        (
+            _triangle(num_queries, num_kv, offset, upper=True),
+            "transposed (hides the past): query i sees its own position and the later"
+            " ones, not the earlier ones: you kept the upper triangle (triu). Keep the"
+            " lower one, tril.",
+        ),
+        (
+            _triangle(num_queries, num_kv, offset)
+            & _triangle(num_queries, num_kv, offset, upper=True),
+            "each query sees only its own position: it must see every earlier"
+            " position too (the lower triangle, diagonal included).",
+        ),
+    ]
+    if offset:
+        variants.append((
+            _triangle(num_queries, num_kv, 0),
+            f"offset wrong with a cache: your query i sees positions 0 to i, but with"
+            f" t = Lk - Lq = {offset} positions in the cache it sits at position t + i"
+            f" and must see positions 0 to t + i. Shift the diagonal:"
+            f" tril(diagonal=num_kv - num_queries).",
+        ))
+    return variants
+
+
+def _mask_dtype_feedback(got: Tensor, expected: Tensor, where: str) -> Feedback:
+    """A mask of numbers: name the additive form and the 0/1 form."""
+    if got.dtype.is_floating_point and bool(
+        ((got == 0) | torch.isneginf(got) | (got <= -1e4)).all()
+    ):
+        if torch.equal(got == 0, expected):
+            return Feedback.wrong(
+                f"{where}: that is an additive float mask (0 where allowed, -inf"
+                " where hidden), the form F.scaled_dot_product_attention adds to the"
+                " scores. Here, as in the library, return the bool form: True where a"
+                " query may attend."
+            )
+    as_bool = got != 0
+    if torch.equal(as_bool, expected):
+        return Feedback.wrong(
+            f"{where}: the pattern is right, but your mask holds {got.dtype} numbers,"
+            " not bools. A float 0/1 mask is *added* to the scores by"
+            " F.scaled_dot_product_attention, which hides nothing, and the library"
+            " refuses it: build it with dtype=torch.bool (or call .bool())."
+        )
+    if torch.equal(as_bool, ~expected):
+        return Feedback.wrong(
+            f"{where}: your mask holds {got.dtype} numbers and is inverted (nonzero"
+            " where a query may NOT attend). Return a bool mask, True where a query"
+            " may attend."
+        )
+    return Feedback.wrong(
+        f"{where}: return a bool mask (True = may attend), got dtype {got.dtype}."
+    )
+
+
+def _mask_shape_feedback(got: Tensor, expected: Tensor, where: str) -> Feedback:
+    """A mask of another shape: name the cache ignored, the full (Lk, Lk) mask and
+    the swapped axes."""
+    num_queries, num_kv = expected.shape
+    if num_queries != num_kv and got.shape == (num_queries, num_queries):
+        return Feedback.wrong(
+            f"{where}: cache ignored: your mask has shape (Lq, Lq) ="
+            f" {tuple(got.shape)}, but the queries attend to the {num_kv - num_queries}"
+            f" cached positions as well as to the {num_queries} new ones: the mask has"
+            f" shape (Lq, Lk) = {tuple(expected.shape)}."
+        )
+    if (got.shape == (num_kv, num_kv) and got.dtype == torch.bool
+            and torch.equal(got[-num_queries:], expected)):
+        return Feedback.wrong(
+            f"{where}: you built the mask of all Lk = {num_kv} positions, shape"
+            f" {tuple(got.shape)}. Only the last Lq = {num_queries} are queries: keep"
+            " its last Lq rows, mask[-num_queries:], shape (Lq, Lk)."
+        )
+    if num_queries != num_kv and got.shape == (num_kv, num_queries):
+        return Feedback.wrong(
+            f"{where}: your mask has shape (Lk, Lq) = {tuple(got.shape)}: rows are"
+            f" queries and columns keys, (Lq, Lk) = {tuple(expected.shape)}."
+        )
+    return Feedback.wrong(
+        f"{where}: your mask has shape {tuple(got.shape)}, expected (Lq, Lk) ="
+        f" {tuple(expected.shape)}: one row per query, one column per key."
+    )
+
+
+@checker
+def check_causal_mask(fn) -> Feedback:
+    """Check ``fn(num_queries, num_kv) -> mask``: the bool mask of a decoder's
+    self-attention, True where a query may attend, as
+    :func:`~attention_lib.causal_mask`.
+
+    The queries are the last Lq = ``num_queries`` of Lk = ``num_kv`` positions (Lk =
+    Lq without a cache): query i, at position Lk − Lq + i, sees positions 0 to
+    Lk − Lq + i. Three cases, without a cache, with four cached positions and three
+    new ones, and one step after four, name an inverted mask, no mask, the diagonal
+    hidden, the upper triangle (transposed: it hides the past), a diagonal alone, the
+    offset of a cache forgotten, the cache ignored, and masks of numbers.
+
+    Shapes:
+        fn: (int Lq, int Lk) -> (Lq, Lk) bool (leading dimensions of size 1 are fine)
+
+    Taught in ``chapters/05_transformer/04_bug_hunt.ipynb``.
+    """
+    for num_queries, num_kv in _MASK_CASES:
+        offset = num_kv - num_queries
+        where = f"For num_queries={num_queries}, num_kv={num_kv}" + (
+            f" ({offset} cached positions)" if offset else " (no cache)"
+        )
+        got, error = run_safely(fn, num_queries, num_kv)
+        if error is not None:
+            return _hinted(error, [(
+                "positional argument",
+                "(The function takes two numbers: num_queries and num_kv.)",
+            )])
+        got, error = read_tensor(got, "mask")
+        if error is not None:
+            return error
+        while got.dim() > 2 and got.shape[0] == 1:  # (1, 1, Lq, Lk) broadcasts too
+            got = got[0]
+        expected = causal_mask(num_queries, num_kv)  # (Lq, Lk)
+        if got.shape != expected.shape:
+            return _mask_shape_feedback(got, expected, where)
+        if got.dtype != torch.bool:
+            return _mask_dtype_feedback(got, expected, where)
+        if torch.equal(got, expected):
+            continue
+        for variant, message in _mask_variants(num_queries, num_kv):
+            if torch.equal(got, variant):
+                return Feedback.wrong(f"{where}: {message}")
+        return Feedback.wrong(
+            f"{where}: your mask differs from the causal mask: query 0, at position"
+            f" {offset}, may attend to {expected[0].int().tolist()}, yours says"
+            f" {got[0].int().tolist()} (1 = may attend)."
+        )
+    return Feedback.ok(
+        "Correct: torch.ones(Lq, Lk, dtype=torch.bool).tril(diagonal=Lk - Lq). Query i"
+        " sits at position Lk - Lq + i and sees every position up to its own, cached"
+        " or new."
+    )
+
+
+# --- 2. the cross-attention call ------------------------------------------------------
+
+# (B, Lq, Lk, D, H, src_valid_lens): more target positions than source ones, and fewer
+_CROSS_CASES = (
+    (3, 5, 7, 8, 2, (5, 2, 4)),
+    (2, 6, 4, 12, 3, (4, 1)),
+)
+
+_CROSS_HINTS = [
+    (
+        "keys and values must come in pairs",
+        "(Keys and values are the same positions, both from the memory: the encoder's"
+        " outputs.)",
+    ),
+    (
+        "valid_lens must lie in",
+        "(src_valid_lens count the real positions of the memory, which gives the"
+        " cross-attention its keys: pass them unchanged, with keys from the memory.)",
+    ),
+    (
+        "num_kv",
+        "(A causal mask needs at least as many keys as queries; the cross-attention"
+        " needs no causal mask at all.)",
+    ),
+]
+
+
+def _cross_variants(attention, x, memory, src_valid_lens) -> list:
+    """The typical wrong calls, as (output, message); calls that fail are left out.
+    (Attention does not care about the order of its keys, so [target; memory] with the
+    matching mask is [memory; target].)"""
+    num_queries, num_kv = x.shape[1], memory.shape[1]
+    source = valid_lens_to_mask(src_valid_lens, num_kv)  # (B, Lk)
+    target = torch.ones(x.shape[:2], dtype=torch.bool)  # (B, Lq)
+    both = torch.cat([memory, x], dim=1)  # (B, Lk + Lq, D)
+    from_target = (
+        "keys from the target: your keys and values are the target x, which is"
+        " self-attention again. In cross-attention the queries come from the target"
+        " and the keys and values from the memory (the encoder's outputs):"
+        " attention(x, memory, memory, src_valid_lens)."
+    )
+    over_both = (
+        "attends over [memory; target]: your keys and values are the memory and the"
+        " target side by side, so each query also reads the target, its future"
+        " included. The target has its own (causal) self-attention; the"
+        " cross-attention's keys and values are the memory alone."
+    )
+    calls = [
+        (lambda: attention(x, x, x), from_target),
+        (lambda: attention(x, x, x, src_valid_lens), from_target),
+        (lambda: attention(x, x, x, mask=causal_mask(num_queries)), from_target),
+        (lambda: attention(x, both, both), over_both + " And the padding is ignored."),
+        (
+            lambda: attention(
+                x, both, both, mask=torch.cat([source, target], 1)[:, None, :]
+            ),
+            over_both,
+        ),
+        (
+            lambda: attention(x, memory, memory),
+            "padding ignored: your queries attend to the padded positions of the"
+            " memory as well. Pass src_valid_lens (or the equivalent mask), so that"
+            " positions at or after each sentence's length get zero weight.",
+        ),
+        (
+            lambda: attention(x, memory, memory, mask=~source[:, None, :]),
+            "your padding mask is inverted: the queries attend to the padding only,"
+            " and a sentence without padding gets no key at all. True marks the"
+            " positions a query may attend to: the real ones.",
+        ),
+        (
+            lambda: attention(
+                x, memory, memory, src_valid_lens, mask=causal_mask(num_queries, num_kv)
+            ),
+            "causal mask in the cross-attention: the whole source sentence is known"
+            " before the first target word, so every query may read every real"
+            " position of the memory. Only the target's self-attention is causal.",
+        ),
+        (
+            lambda: attention(
+                x, memory, memory, src_valid_lens,
+                mask=torch.ones(num_queries, num_kv, dtype=torch.bool).tril(),
+            ),
+            "causal mask in the cross-attention: the whole source sentence is known"
+            " before the first target word, so every query may read every real"
+            " position of the memory. Only the target's self-attention is causal.",
+        ),
+    ]
+    variants = []
+    for call, message in calls:
+        try:
+            variants.append((call(), message))
+        except (ValueError, RuntimeError):  # e.g. a causal mask with Lk < Lq
+            continue
+    return variants
+
+
+def _cross_setup(case, seed: int):
+    batch_size, num_queries, num_kv, width, num_heads, lens = case
+    with torch.random.fork_rng(devices=[]):  # the reader's random state stays as it was
+        torch.manual_seed(seed)
+        attention = MultiHeadAttention(width, num_heads).double().eval()
+        x = torch.randn(batch_size, num_queries, width, dtype=torch.float64)
+        memory = torch.randn(batch_size, num_kv, width, dtype=torch.float64)
+    return attention, x, memory, torch.tensor(lens)
+
+
+@checker
+def check_cross_attention(fn) -> Feedback:
+    """Check ``fn(attention, x, memory, src_valid_lens) -> output``: the decoder's
+    cross-attention call, ``attention(x, memory, memory, src_valid_lens)``.
+
+    ``attention`` is a :class:`~attention_lib.MultiHeadAttention` (float64, eval); x
+    is the target (B, Lq, D), memory the encoder's outputs (B, Lk, D) with
+    ``src_valid_lens`` real positions per sentence. Two cases, Lq < Lk and Lq > Lk,
+    name keys and values from the target, keys over [memory; target] (in either
+    order), the padding ignored or inverted, a causal mask on the source, and queries
+    taken from the memory.
+
+    Shapes:
+        fn: (MultiHeadAttention, x (B, Lq, D), memory (B, Lk, D), src_valid_lens (B,))
+            -> (B, Lq, D)
+
+    Taught in ``chapters/05_transformer/04_bug_hunt.ipynb``.
+    """
+    for seed, case in enumerate(_CROSS_CASES):
+        attention, x, memory, lens = _cross_setup(case, seed)
+        batch_size, num_queries, num_kv, width, num_heads, _ = case
+        where = "For " + _sizes(B=batch_size, Lq=num_queries, Lk=num_kv, D=width,
+                                H=num_heads) + f", src_valid_lens={lens.tolist()}"
+        with torch.no_grad():  # so that any answer form works, NumPy included
+            got, error = run_safely(fn, attention, x.clone(), memory.clone(),
+                                    lens.clone())
+        if error is not None:
+            return _hinted(error, _CROSS_HINTS)
+        got, error = read_tensor(got, "output (B, Lq, D)")
+        if error is not None:
+            return error
+        with torch.no_grad():
+            expected = attention(x, memory, memory, lens)  # (B, Lq, D)
+            if close(got, expected):
+                continue
+            if got.shape == (batch_size, num_kv, width):
+                return Feedback.wrong(
+                    f"{where}: your output has one row per memory position, (B, Lk,"
+                    f" D) = {tuple(got.shape)}: the queries come from the memory."
+                    " Queries and keys swapped: the target asks (queries), the memory"
+                    " answers (keys and values)."
+                )
+            matched = first_match(got, _cross_variants(attention, x, memory, lens),
+                                  where)
+        if matched is not None:
+            return matched
+        got, error = read_tensor(got, "output (B, Lq, D)", expected.shape)
+        if error is not None:
+            return Feedback.wrong(f"{where}: {error.message}")
+        return Feedback.wrong(
+            f"{where}: your output differs from attention(x, memory, memory,"
+            f" src_valid_lens) by up to {(got.double() - expected).abs().max():.3f}."
+        )
+    return Feedback.ok(
+        "Correct: attention(x, memory, memory, src_valid_lens). The target asks, the"
+        " memory answers, and the source's padding gets zero weight."
+    )
+
+
+# --- 3. the attention step: split, scale, masked softmax, merge ---------------------
+
+# (B, Lq, Lk, D, H, mask): self-attention with the causal mask; cross-attention with
+# a padding mask (B, 1, 1, Lk) whose lengths are 6, 2 and 4
+_STEP_CASES = (
+    (2, 5, 5, 12, 3, "causal"),
+    (3, 4, 6, 10, 2, "padding"),
+)
+
+# (step, way) -> what that way of doing the step gets wrong
+_STEP_MISTAKES = {
+    ("split", "view"): (
+        "view without transpose: you split the heads with .view(B, H, L, Dh) (or"
+        " reshape). The shape is right, but 'head' h then holds whole feature vectors"
+        " of a few tokens cut into pieces, not features h·Dh to (h+1)·Dh of every"
+        " token. Reshape to (B, L, H, Dh), then .transpose(1, 2)."
+    ),
+    ("scale", "none"): (
+        "no scale: divide each head's scores by √Dh before the softmax; without it"
+        " the scores grow with √Dh and the softmax saturates."
+    ),
+    ("scale", "D"): (
+        "scale √D instead of √Dh: each head's dot product adds only Dh terms, so"
+        " divide by √Dh, the size of one head."
+    ),
+    ("softmax", "queries"): (
+        "softmax over the queries (dim=-2, or dim=2 copied from three-dimensional"
+        " code): each query's weights must sum to 1 over the keys, dim=-1. Over the"
+        " queries a position's weights also depend on the later queries."
+    ),
+    ("mask", "ignored"): (
+        "mask ignored: fill the scores where allowed is False with a very negative"
+        " number (masked_fill(~allowed, ...)) before the softmax."
+    ),
+    ("merge", "view"): (
+        "merge without transpose: you reshaped the heads (B, H, Lq, Dh) straight to"
+        " (B, Lq, D), so row i holds numbers from several positions of one head."
+        " Transpose to (B, Lq, H, Dh) first, then reshape."
+    ),
+}
+_STEP_WAYS = {
+    "split": ("right", "view"),
+    "scale": ("right", "none", "D"),
+    "softmax": ("right", "queries"),
+    "mask": ("right", "ignored"),
+    "merge": ("right", "view"),
+}
+
+_STEP_HINTS = [
+    (
+        "3D tensor",
+        "(torch.bmm takes three-dimensional tensors only; with the heads as an axis"
+        " they have four: use @ or torch.matmul, which batch over every leading"
+        " axis.)",
+    ),
+    (
+        "view size is not compatible",
+        "(After a transpose the numbers are no longer in row-major order and .view"
+        " cannot regroup them: use .reshape(...), or .contiguous().view(...).)",
+    ),
+    (
+        "must match the size",
+        "(Check the shapes: as heads, q, k and v are (B, H, L, Dh) and the scores (B,"
+        " H, Lq, Lk). Reshaped to (B, L, H, Dh) without .transpose(1, 2), q kᵀ would"
+        " be (B, L, H, H): heads attending to heads.)",
+    ),
+]
+
+
+def _attend(q, k, v, num_heads, allowed, split, scale, softmax, mask, merge):
+    """The attention step done one way per step (see ``_STEP_WAYS``)."""
+    batch_size, num_queries, width = q.shape
+    head_dim = width // num_heads
+    splitter = _split_no_transpose if split == "view" else split_heads
+    q, k, v = (splitter(t, num_heads) for t in (q, k, v))  # (B, H, L, Dh) each
+    attn_scores = q @ k.transpose(-2, -1)  # (B, H, Lq, Lk)
+    if scale != "none":
+        attn_scores = attn_scores / math.sqrt(width if scale == "D" else head_dim)
+    if mask == "right":
+        lowest = torch.finfo(attn_scores.dtype).min
+        attn_scores = attn_scores.masked_fill(~allowed, lowest)
+    attn_weights = torch.softmax(attn_scores, dim=-2 if softmax == "queries" else -1)
+    context = attn_weights @ v  # (B, H, Lq, Dh)
+    return _merge_no_transpose(context) if merge == "view" else merge_heads(context)
+
+
+def _step_setup(case, seed: int):
+    batch_size, num_queries, num_kv, width, num_heads, kind = case
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(batch_size, num_queries, width, generator=gen, dtype=torch.float64)
+    k, v = torch.randn(2, batch_size, num_kv, width, generator=gen, dtype=torch.float64)
+    if kind == "causal":
+        allowed = causal_mask(num_queries, num_kv)  # (Lq, Lk)
+    else:
+        lens = torch.tensor([6, 2, 4])
+        allowed = valid_lens_to_mask(lens, num_kv)[:, None, None, :]  # (B, 1, 1, Lk)
+    return q, k, v, allowed
+
+
+@checker
+def check_attention_step(fn) -> Feedback:
+    """Check ``fn(q, k, v, num_heads, allowed) -> context``: multi-head attention on
+    queries, keys and values that are already projected, (B, L, D), with a bool mask
+    ``allowed`` (True = may attend): split into H heads, softmax(q kᵀ / √Dh) over the
+    keys with the mask, merge back to (B, Lq, D).
+
+    Two cases, self-attention with the causal mask (Lq = Lk) and cross-attention with
+    a padding mask (Lq ≠ Lk), with every size different. A wrong answer is compared
+    with every combination of the typical mistakes (heads split or merged without the
+    transpose, no scale or √D, the softmax over the queries, the mask ignored), and
+    each mistake of the combination it equals is named; ``torch.bmm`` on four
+    dimensions, ``.view`` after a transpose and shapes that do not match get a hint.
+
+    Shapes:
+        fn: (q (B, Lq, D), k (B, Lk, D), v (B, Lk, D), int H, allowed broadcastable
+            to (B, H, Lq, Lk)) -> (B, Lq, D)
+
+    Taught in ``chapters/05_transformer/04_bug_hunt.ipynb``.
+    """
+    for seed, case in enumerate(_STEP_CASES):
+        batch_size, num_queries, num_kv, width, num_heads, kind = case
+        q, k, v, allowed = _step_setup(case, seed)
+        where = "For " + _sizes(B=batch_size, Lq=num_queries, Lk=num_kv, D=width,
+                                H=num_heads) + f" and a {kind} mask"
+        got, error = run_safely(fn, q.clone(), k.clone(), v.clone(), num_heads,
+                                allowed.clone())
+        if error is not None:
+            return _hinted(error, _STEP_HINTS)
+        got, error = read_tensor(got, "context (B, Lq, D)")
+        if error is not None:
+            return error
+        heads = [split_heads(t, num_heads) for t in (q, k, v)]  # (B, H, L, Dh) each
+        context, _ = dot_product_attention(*heads, mask=allowed)  # (B, H, Lq, Dh)
+        expected = merge_heads(context)  # (B, Lq, D)
+        if close(got, expected):
+            continue
+        if got.shape == context.shape:
+            return Feedback.wrong(
+                f"{where}: you returned the heads, (B, H, Lq, Dh) ="
+                f" {tuple(got.shape)}: merge them back to (B, Lq, D) ="
+                f" {tuple(expected.shape)}, transpose(1, 2) then reshape."
+            )
+        if got.shape == expected.shape:
+            combos = sorted(
+                (combo for combo in itertools.product(*_STEP_WAYS.values())
+                 if any(way != "right" for way in combo)),
+                key=lambda combo: sum(way != "right" for way in combo),
+            )  # one mistake first, then two, ...
+            for combo in combos:
+                if close(got, _attend(q, k, v, num_heads, allowed, *combo)):
+                    named = [
+                        _STEP_MISTAKES[step, way]
+                        for step, way in zip(_STEP_WAYS, combo)
+                        if way != "right"
+                    ]
+                    if len(named) == 1:
+                        return Feedback.wrong(f"{where}: {named[0]}")
+                    listed = " ".join(f"({i}) {m}" for i, m in enumerate(named, 1))
+                    return Feedback.wrong(
+                        f"{where}: {len(named)} mistakes together. {listed}"
+                    )
+        got, error = read_tensor(got, "context (B, Lq, D)", expected.shape)
+        if error is not None:
+            return Feedback.wrong(f"{where}: {error.message}")
+        return Feedback.wrong(
+            f"{where}: your output differs from multi-head attention by up to"
+            f" {(got.double() - expected).abs().max():.3f}. Split into (B, H, L, Dh),"
+            " scores q kᵀ / √Dh, masked softmax over the keys, weights @ v, merge."
+        )
+    return Feedback.ok(
+        "Correct: reshape and transpose into heads, q kᵀ / √Dh, the mask, a softmax"
+        " over the keys, weights @ v, transpose and reshape back: what the fixed"
+        " block does between W_q, W_k, W_v and W_o."
+    )
