@@ -7,6 +7,8 @@ other dtypes.
 import numpy as np
 import torch
 
+from attention_lib.exercises import Feedback
+
 TENSOR_FORMS = [
     "list",
     "tuple",
@@ -58,3 +60,18 @@ def in_form(fn, form):
     def converted(*args):
         return as_form(fn(*args), form)
     return converted
+
+
+def assert_rejects(feedback, *phrases):
+    """The checker refused a wrong answer (not as "your turn") and named the
+    mistake: every phrase is in its message."""
+    assert isinstance(feedback, Feedback)
+    assert not feedback, f"checker accepted a wrong answer: {feedback}"
+    assert not feedback.todo, f"a wrong answer reported as not done: {feedback}"
+    for phrase in phrases:
+        assert phrase in feedback.message, f"{phrase!r} not in {feedback.message!r}"
+
+
+def not_implemented(*args):
+    """An untouched exercise: the starter's ``raise NotImplementedError``."""
+    raise NotImplementedError

@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from answer_forms import NUMBER_FORMS, TENSOR_FORMS, in_form
+from answer_forms import (
+    NUMBER_FORMS,
+    TENSOR_FORMS,
+    assert_rejects,
+    in_form,
+    not_implemented,
+)
 
 import attention_lib.exercises.self_attention as module
 from attention_lib import MultiHeadAttention
@@ -22,18 +28,6 @@ from attention_lib.exercises import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def assert_rejects(feedback, *phrases):
-    assert isinstance(feedback, Feedback)
-    assert not feedback, f"checker accepted a wrong answer: {feedback}"
-    assert not feedback.todo, f"a wrong answer reported as not done: {feedback}"
-    for phrase in phrases:
-        assert phrase in feedback.message, f"{phrase!r} not in {feedback.message!r}"
-
-
-def not_implemented(*args):
-    raise NotImplementedError
 
 
 # --- 1. split_heads -------------------------------------------------------------------

@@ -6,7 +6,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from answer_forms import NUMBER_FORMS, TENSOR_FORMS, in_form
+from answer_forms import (
+    NUMBER_FORMS,
+    TENSOR_FORMS,
+    assert_rejects,
+    in_form,
+    not_implemented,
+)
 from torch.nn import functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -30,18 +36,6 @@ from attention_lib.exercises.transformer import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def assert_rejects(feedback, *phrases):
-    assert isinstance(feedback, Feedback)
-    assert not feedback, f"checker accepted a wrong answer: {feedback}"
-    assert not feedback.todo, f"a wrong answer reported as not done: {feedback}"
-    for phrase in phrases:
-        assert phrase in feedback.message, f"{phrase!r} not in {feedback.message!r}"
-
-
-def not_implemented(*args):
-    raise NotImplementedError
 
 
 # float16 cannot hold counts in the millions (its largest number is 65,504)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from answer_forms import TENSOR_FORMS, in_form
+from answer_forms import TENSOR_FORMS, assert_rejects, in_form, not_implemented
 from torch.nn import functional as F
 
 from attention_lib import (
@@ -22,18 +22,6 @@ from attention_lib.exercises.transformer_bugs import (
     check_causal_mask,
     check_cross_attention,
 )
-
-
-def assert_rejects(feedback, *phrases):
-    assert isinstance(feedback, Feedback)
-    assert not feedback, f"checker accepted a wrong answer: {feedback}"
-    assert not feedback.todo, f"a wrong answer reported as not done: {feedback}"
-    for phrase in phrases:
-        assert phrase in feedback.message, f"{phrase!r} not in {feedback.message!r}"
-
-
-def not_implemented(*args):
-    raise NotImplementedError
 
 
 def ones(num_queries, num_kv):
