@@ -217,6 +217,7 @@ def train_seq2seq(
     bar = tqdm(total=total_batches, desc="training", unit="batch", disable=not progress,
                miniters=max(1, total_batches // 100))
     seconds, batches, all_tokens = 0.0, 0, 0
+    precision_context = autocast(device, precision)  # decided once, entered per batch
     for epoch in range(num_epochs):
         model.train()
         total, tokens = 0.0, 0
@@ -227,7 +228,7 @@ def train_seq2seq(
             )
             # 1. Teacher forcing: the decoder reads the true previous token, not its own
             # guess.
-            with autocast(device, precision):
+            with precision_context:
                 logits = model(src, src_valid_lens, tgt_input)  # (B, Lq, V)
                 loss = sequence_loss(logits.float(), tgt_output, pad, label_smoothing)
             # 2. Backpropagate, clip the gradient norm (RNNs' gradients can explode),
