@@ -58,6 +58,13 @@ from .evaluation import (
     copy_accuracy,
     corpus_bleu,
 )
+from .efficient import (
+    AttentionPattern,
+    chunked_attention,
+    generate,
+    local_attention,
+    peak_memory,
+)
 from .gru import GRUCell, gru_update
 from .masking import causal_mask, masked_softmax, valid_lens_to_mask
 from .multihead import MultiHeadAttention, merge_heads, split_heads

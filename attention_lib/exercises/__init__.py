@@ -57,3 +57,12 @@ from .transformer import (
     check_warmup_peak,
     check_warmup_rate,
 )
+from .efficient import (
+    check_merge_partials,
+    check_online_softmax,
+    check_positions_processed,
+    check_scores_bytes,
+    check_sparse_mask,
+    check_window_mask,
+    check_window_pairs,
+)
