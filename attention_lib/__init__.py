@@ -58,6 +58,18 @@ from .evaluation import (
     copy_accuracy,
     corpus_bleu,
 )
+from .digits import (
+    CAPTION_VOCAB_SIZE,
+    DIGIT_WORDS,
+    DigitCanvases,
+    DigitStrips,
+    box_mask,
+    caption_batch,
+    cluttered_digits,
+    digit_pool,
+    digit_strips,
+    load_digit_images,
+)
 from .efficient import (
     AttentionPattern,
     chunked_attention,
@@ -80,6 +92,7 @@ from .plotting import (
     plot_bleu_by_length,
     plot_history,
     show_heatmaps,
+    show_image_attention,
     static_explorer,
     use_cjk_font,
 )
@@ -88,10 +101,12 @@ from .training import (
     History,
     autocast,
     choose_device,
+    evaluate_accuracy,
     evaluate_loss,
     native_bfloat16,
     sequence_loss,
     set_seed,
+    train_classifier,
     train_seq2seq,
 )
 
@@ -106,6 +121,19 @@ from .transformer import (
     torch_twin,
     warmup_rate,
     warmup_schedule,
+)
+
+from .vision import (
+    CBAM,
+    ChannelAttention,
+    DigitCNN,
+    PatchEmbedding,
+    SpatialAttention,
+    VisionTransformer,
+    channel_descriptors,
+    image_to_tokens,
+    spatial_descriptors,
+    tokens_to_grid,
 )
 
 __version__ = "0.1.0"

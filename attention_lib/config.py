@@ -11,6 +11,10 @@ __all__ = [
     "AttentionLMConfig",
     "TransformerConfig",
     "CHAPTER5_TRANSFORMER",
+    "DigitCaptionConfig",
+    "CHAPTER7_CAPTIONS",
+    "ViTComparisonConfig",
+    "CHAPTER7_VIT",
 ]
 
 
@@ -150,3 +154,71 @@ class TransformerConfig(_Settings):
 #: Chapter 5's race: a small pre-norm Transformer, no dropout (the budget is two minutes
 #: of training, too short to overfit 20,000 pairs).
 CHAPTER5_TRANSFORMER = TransformerConfig()
+
+
+@dataclass(frozen=True)
+class DigitCaptionConfig(_Settings):
+    """The settings of chapter 7's captioner: a CNN's grid of features read by the
+    Bahdanau decoder while it writes the digit words of a strip.
+
+    ``num_train`` and ``num_test`` strips of ``height`` × ``width`` pixels with at most
+    ``max_digits`` digits (:func:`~attention_lib.digits.digit_strips`); ``channels`` are
+    the CNN's stages (:class:`~attention_lib.vision.DigitCNN`), ``embed_size`` and
+    ``num_hiddens`` (Ds) the decoder's; ``batch_size``, ``lr`` and ``num_epochs`` go to
+    :func:`~attention_lib.training.train_seq2seq`.
+
+    Shapes:
+        a batch: images (batch_size, 1, height, width); captions (batch_size,
+        max_digits + 1) tokens
+
+    Taught in ``chapters/07_visual/02_cross_attention.ipynb``.
+    """
+
+    num_train: int = 3000
+    num_test: int = 1000
+    height: int = 12
+    width: int = 40
+    max_digits: int = 4
+    channels: tuple[int, ...] = (16, 32)
+    embed_size: int = 16
+    num_hiddens: int = 64
+    batch_size: int = 64
+    lr: float = 0.005
+    num_epochs: int = 8
+
+
+#: Chapter 7's captioner of digit strips (about 40 s on two CPU cores).
+CHAPTER7_CAPTIONS = DigitCaptionConfig()
+
+
+@dataclass(frozen=True)
+class ViTComparisonConfig(_Settings):
+    """The settings of chapter 7's race between a small Vision Transformer and a CNN of
+    about the same size on the 8 × 8 digits.
+
+    The ViT: ``patch_size``, ``embed_dim`` (D), ``num_heads`` (H), ``ffn_hidden`` and
+    ``num_layers``; the CNN: ``cnn_channels``. Both train with ``batch_size`` on
+    ``small_train`` digits for ``small_epochs`` epochs, and on the whole training pool
+    for ``full_epochs`` epochs (:func:`~attention_lib.training.train_classifier`).
+
+    Shapes:
+        a batch: images (batch_size, 1, 8, 8); the ViT's tokens (batch_size,
+        (8 / patch_size)² + 1, embed_dim)
+
+    Taught in ``chapters/07_visual/03_vision_transformer.ipynb``.
+    """
+
+    patch_size: int = 2
+    embed_dim: int = 32
+    num_heads: int = 4
+    ffn_hidden: int = 64
+    num_layers: int = 1
+    cnn_channels: tuple[int, ...] = (24, 40)
+    batch_size: int = 64
+    small_train: int = 100
+    small_epochs: int = 75
+    full_epochs: int = 20
+
+
+#: Chapter 7's ViT against a CNN of the same size.
+CHAPTER7_VIT = ViTComparisonConfig()

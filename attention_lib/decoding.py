@@ -17,8 +17,12 @@ Every function here returns the weights in one layout: per sentence, the weights
 steps that wrote its output, ``(..., T, Lk)`` with T = max(len(output), 1) and ``...``
 the decoder's own leading axes (none, or H).
 
-Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb`` (greedy decoding) and
-``chapters/03_bahdanau/02_training_and_results.ipynb`` (beam search).
+The source is whatever the encoder reads: tokens (B, Lk), checked here, or a float
+tensor such as a batch of images (B, C, Hgt, W), which the encoder checks.
+
+Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb`` (greedy decoding),
+``chapters/03_bahdanau/02_training_and_results.ipynb`` (beam search) and
+``chapters/07_visual/02_cross_attention.ipynb`` (decoding from images).
 """
 from __future__ import annotations
 
@@ -67,9 +71,12 @@ def _start_decoding(model, src, src_valid_lens, bos, eos, max_len):
     move the batch to the model's device and encode it. Returns the decoder's initial
     state and the device."""
     _check_decoder(model.decoder)
-    _check_tokens("src", src)
-    if src_valid_lens is not None:
-        _check_src_valid_lens(src, src_valid_lens)
+    # A source of tokens is checked here; a float source (a batch of images, say) is
+    # the encoder's to check, and its valid lengths the decoder's (they count keys).
+    if not (isinstance(src, Tensor) and src.is_floating_point()):
+        _check_tokens("src", src)
+        if src_valid_lens is not None:
+            _check_src_valid_lens(src, src_valid_lens)
     check_int("max_len", max_len, 0)
     embedding = getattr(model.decoder, "embedding", None)
     for name, token in (("bos", bos), ("eos", eos)):
@@ -118,7 +125,8 @@ def greedy_decode(
     outputs; a negative ``max_len`` is a ValueError.
 
     Shapes:
-        src: (B, Lk); src_valid_lens: (B,) or None
+        src: (B, Lk) tokens, or a float batch the encoder reads (e.g. images
+        (B, C, Hgt, W)); src_valid_lens: (B,) or None
         returns: B lists of at most ``max_len`` ints; B tensors of (..., T, Lk)
     """
     state, device = _start_decoding(model, src, src_valid_lens, bos, eos, max_len)
@@ -170,7 +178,8 @@ def beam_search(
     sentence. With ``beam_size=1`` the result is the greedy translation.
 
     Shapes:
-        src: (B, Lk); src_valid_lens: (B,) or None
+        src: (B, Lk) tokens, or a float batch the encoder reads (e.g. images
+        (B, C, Hgt, W)); src_valid_lens: (B,) or None
         returns: B lists of at most ``max_len`` ints; B tensors of (..., T, Lk)
     """
     check_int("beam_size", beam_size, 1)

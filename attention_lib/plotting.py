@@ -29,6 +29,7 @@ from PIL import Image, ImageChops
 __all__ = [
     "use_cjk_font",
     "show_heatmaps",
+    "show_image_attention",
     "plot_history",
     "plot_bleu_by_length",
     "static_explorer",
@@ -158,6 +159,61 @@ def show_heatmaps(
                 ax.set_yticks(range(num_queries), yticklabels)
     fig.colorbar(image, ax=axes, shrink=0.7, label="attention weight")
     return fig
+
+
+def show_image_attention(
+    image,
+    weights,
+    ax=None,
+    box=None,
+    title: str | None = None,
+    alpha: float = 0.55,
+):
+    """Show a grey image with attention weights (or a gate) laid over it as a heat map.
+
+    The weights may live on a coarser grid than the pixels (a CNN's feature grid, a
+    ViT's patches): each weight is spread over its block of pixels (nearest-neighbour
+    upsampling). Colours span the weights' own range. ``box`` (top, left, bottom,
+    right), bottom and right exclusive, is drawn as a rectangle.
+
+    Shapes:
+        image:   (Hgt, W) or (1, Hgt, W)
+        weights: (h, w) or (1, h, w), with Hgt a multiple of h and W of w
+        box:     4 ints, optional; returns: the matplotlib Axes
+
+    Taught in ``chapters/07_visual/01_channel_spatial.ipynb``.
+    """
+    image = torch.as_tensor(image).detach().cpu().float()
+    weights = torch.as_tensor(weights).detach().cpu().float()
+    image = image[0] if image.dim() == 3 and image.shape[0] == 1 else image
+    weights = weights[0] if weights.dim() == 3 and weights.shape[0] == 1 else weights
+    if image.dim() != 2:
+        raise ValueError(
+            f"image must have shape (Hgt, W) or (1, Hgt, W), got {tuple(image.shape)}"
+        )
+    height, width = image.shape
+    if weights.dim() != 2 or height % weights.shape[0] or width % weights.shape[1]:
+        raise ValueError(
+            f"weights must have shape (h, w) with {height} a multiple of h and {width}"
+            f" a multiple of w (image {height} × {width}), got {tuple(weights.shape)}"
+        )
+    rows, cols = height // weights.shape[0], width // weights.shape[1]
+    upsampled = weights.repeat_interleave(rows, 0).repeat_interleave(cols, 1)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(3, 3 * height / width))
+    ax.imshow(image.numpy(), cmap="gray", vmin=0, vmax=max(1.0, float(image.max())))
+    ax.imshow(upsampled.numpy(), cmap="inferno", alpha=alpha)
+    if box is not None:
+        top, left, bottom, right = (int(v) for v in box)
+        ax.add_patch(plt.Rectangle(
+            (left - 0.5, top - 0.5), right - left, bottom - top,
+            fill=False, edgecolor="cyan", linewidth=1.5,
+        ))
+    if title is not None:
+        ax.set_title(title)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    return ax
 
 
 def plot_history(history: dict, title: str = "loss per target token", ax=None):

@@ -18,6 +18,8 @@ from torch.nn import functional as F
 from torch.optim.lr_scheduler import LRScheduler
 from tqdm.auto import tqdm
 
+from ._checks import describe
+
 __all__ = [
     "choose_device",
     "native_bfloat16",
@@ -27,6 +29,8 @@ __all__ = [
     "History",
     "train_seq2seq",
     "evaluate_loss",
+    "train_classifier",
+    "evaluate_accuracy",
 ]
 
 
@@ -303,3 +307,104 @@ def evaluate_loss(
     return total / tokens
 
 
+def _check_examples(images, labels) -> None:
+    """images (N, ...) and labels (N,) long, one label per image."""
+    if not isinstance(images, torch.Tensor) or not images.dtype.is_floating_point:
+        raise TypeError(
+            f"images must be a floating-point torch.Tensor, got {describe(images)}"
+        )
+    if len(images) == 0:
+        raise ValueError("images must hold at least one image, got none")
+    if not isinstance(labels, torch.Tensor) or labels.dim() != 1 or (
+        len(labels) != len(images)
+    ):
+        is_tensor = isinstance(labels, torch.Tensor)
+        got = tuple(labels.shape) if is_tensor else describe(labels)
+        raise ValueError(
+            f"labels must have shape (N,) = ({len(images)},), one per image, got {got}"
+        )
+
+
+def train_classifier(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    num_epochs: int,
+    batch_size: int = 64,
+    lr: float = 3e-3,
+    seed: int = 0,
+    device: torch.device | None = None,
+    progress: bool = True,
+    weight_decay: float = 0.0,
+) -> History:
+    """Train an image classifier with cross-entropy and Adam on shuffled mini-batches.
+
+    The order of the examples comes from a generator seeded with ``seed`` (the model's
+    initial weights come from whatever seeded it: call :func:`set_seed` before
+    building it). One progress bar over all batches. Returns a :class:`History` with
+    the mean training loss per example of each epoch (``"train"``), the training time
+    ``seconds`` and the number of ``batches``.
+
+    Shapes:
+        images: (N, C, Hgt, W) float; labels: (N,) long in 0..num_classes − 1;
+        model(images) -> logits (N, num_classes)
+
+    Taught in ``chapters/07_visual/01_channel_spatial.ipynb``.
+    """
+    _check_examples(images, labels)
+    if num_epochs < 1:
+        raise ValueError(f"num_epochs must be at least 1, got {num_epochs}")
+    device = device or choose_device()
+    model.to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    generator = torch.Generator().manual_seed(seed)
+    batches_per_epoch = -(-len(labels) // batch_size)  # ceil(N / batch_size)
+    total_batches = num_epochs * batches_per_epoch
+    bar = tqdm(total=total_batches, desc="training", unit="batch", disable=not progress,
+               miniters=max(1, total_batches // 100))
+    history = History(train=[])
+    started = time.perf_counter()
+    for epoch in range(num_epochs):
+        model.train()
+        order = torch.randperm(len(labels), generator=generator)  # (N,)
+        total = 0.0
+        for batch in order.split(batch_size):
+            x, y = images[batch].to(device), labels[batch].to(device)
+            loss = F.cross_entropy(model(x), y)  # the mean over the batch
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(batch)
+            bar.update(1)
+            bar.set_postfix(epoch=epoch + 1, loss=f"{loss.item():.3f}", refresh=False)
+        history["train"].append(total / len(labels))
+    bar.close()
+    history.seconds = time.perf_counter() - started
+    history.batches = total_batches
+    return history
+
+
+@torch.no_grad()
+def evaluate_accuracy(
+    model: nn.Module,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    batch_size: int = 512,
+) -> float:
+    """The share of images whose largest logit is the right class, in eval mode with
+    no gradient, on the model's device.
+
+    Shapes:
+        images: (N, C, Hgt, W); labels: (N,) long; returns: float in [0, 1]
+
+    Taught in ``chapters/07_visual/01_channel_spatial.ipynb``.
+    """
+    _check_examples(images, labels)
+    device = next(model.parameters()).device
+    model.eval()
+    correct = 0
+    for start in range(0, len(labels), batch_size):
+        x = images[start : start + batch_size].to(device)
+        y = labels[start : start + batch_size].to(device)
+        correct += int((model(x).argmax(dim=-1) == y).sum())
+    return correct / len(labels)

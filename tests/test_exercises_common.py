@@ -16,7 +16,7 @@ import attention_lib.exercises as exercises
 from attention_lib.exercises._feedback import Feedback
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ["self_attention", "transformer", "efficient"]
+MODULES = ["self_attention", "transformer", "efficient", "visual"]
 CHECKERS = {
     f"{name}.{check}": getattr(importlib.import_module(f"{exercises.__name__}.{name}"),
                                check)

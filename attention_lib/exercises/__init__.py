@@ -66,3 +66,11 @@ from .efficient import (
     check_window_mask,
     check_window_pairs,
 )
+from .visual import (
+    check_channel_gate,
+    check_gate_parameters,
+    check_image_to_tokens,
+    check_patchify,
+    check_pointing_accuracy,
+    check_spatial_gate,
+)
