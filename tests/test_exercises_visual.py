@@ -26,6 +26,7 @@ from attention_lib.exercises.visual import (
 )
 from attention_lib.vision import (
     CBAM,
+    GATES,
     ChannelAttention,
     PatchEmbedding,
     SpatialAttention,
@@ -324,7 +325,7 @@ def test_gate_parameters_names_each_mistake(wrong, phrases):
     assert_rejects(check_gate_parameters(wrong), *phrases)
 
 
-@pytest.mark.parametrize("gate", module._GATES)
+@pytest.mark.parametrize("gate", GATES)
 def test_every_named_parameter_count_is_recognised_as_itself(gate):
     cases = module._PARAM_CASES
     seen = [[gate_parameters(gate, *case) for case in cases]]

@@ -31,9 +31,9 @@ from torch import Tensor, nn
 
 from ..digits import box_mask
 from ..vision import (
-    CBAM,
+    GATES,
     ChannelAttention,
-    SpatialAttention,
+    _make_gate,
     channel_descriptors,
     image_to_tokens,
     spatial_descriptors,
@@ -435,25 +435,14 @@ def check_channel_gate(fn) -> Feedback:
 
 # --- 3. the parameters a gate adds ----------------------------------------------------
 
-_GATES = ("se", "channel", "spatial", "cbam")
 # (C, r, k): r divides C; it does not (C / r = 2.5); C < r (a hidden layer of 1)
 _PARAM_CASES = ((64, 16, 7), (10, 4, 3), (48, 8, 5), (3, 4, 7))
-
-
-def _gate_module(gate: str, channels: int, reduction: int, kernel_size: int):
-    if gate == "se":
-        return ChannelAttention(channels, reduction=reduction, pooling="avg")
-    if gate == "channel":
-        return ChannelAttention(channels, reduction=reduction, pooling="avg+max")
-    if gate == "spatial":
-        return SpatialAttention(kernel_size=kernel_size)
-    return CBAM(channels, reduction=reduction, kernel_size=kernel_size)
 
 
 def _gate_parameters(gate: str, channels: int, reduction: int, kernel_size: int) -> int:
     """The parameters of the library's gate, counted on the ``meta`` device."""
     with torch.device("meta"):
-        module = _gate_module(gate, channels, reduction, kernel_size)
+        module = _make_gate(gate, channels, reduction, kernel_size)
     return sum(p.numel() for p in module.parameters())
 
 
@@ -562,7 +551,7 @@ def check_gate_parameters(fn) -> Feedback:
 
     Taught in ``chapters/07_visual/04_exercises.ipynb``.
     """
-    for gate in _GATES:
+    for gate in GATES:
         answers, error = read_numbers(
             fn, [(gate, *case) for case in _PARAM_CASES], "number of parameters")
         if error is not None:
