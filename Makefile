@@ -72,8 +72,27 @@ bench: $(STAMP)
 clean:
 	rm -rf _build
 
+# Point the book at another repository (a fork): _config.yml's repository.url (and branch),
+# then every notebook's setup cell. make set-repo URL=https://github.com/OWNER/REPO [BRANCH=main]
+.PHONY: set-repo
+ifneq ($(filter set-repo,$(MAKECMDGOALS)),)
+ifeq ($(URL),)
+$(error usage: make set-repo URL=https://github.com/OWNER/REPO [BRANCH=main])
+endif
+endif
+set-repo: $(STAMP)
+	$(PY) tools/colab_setup.py --url "$(URL)" $(if $(BRANCH),--branch "$(BRANCH)") --write
+
 # The Colab path: the setup cell on Colab's own versions (torch, numpy, ipywidgets, ...) in
 # .venv-colab/, then the notebooks (up to their training cells) in that venv's kernel.
 .PHONY: colab-check
 colab-check: $(STAMP)
 	$(PY) tools/colab_versions_check.py
+
+# Every notebook on CUDA as Colab runs it: a fresh kernel each, 4 at a time, nothing written back;
+# per notebook its time, peak CUDA memory and every error or failed claim (gpu-check/report.json).
+# On a GPU machine with its own torch and no venv: make gpu-check GPU_PYTHON=python3
+GPU_PYTHON ?= $(PY)
+.PHONY: gpu-check
+gpu-check: $(if $(filter $(PY),$(GPU_PYTHON)),$(STAMP))
+	$(GPU_PYTHON) tools/gpu_check.py chapters --jobs 4 --out gpu-check/

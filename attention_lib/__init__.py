@@ -96,6 +96,15 @@ from .plotting import (
     static_explorer,
     use_cjk_font,
 )
+from .measure import (
+    Hardware,
+    best_seconds,
+    by_device,
+    hardware,
+    matmul_rate,
+    native_bfloat16,
+    synchronize,
+)
 from .seq2seq import EncoderDecoder, Seq2SeqDecoder, Seq2SeqEncoder
 from .training import (
     History,
@@ -103,7 +112,6 @@ from .training import (
     choose_device,
     evaluate_accuracy,
     evaluate_loss,
-    native_bfloat16,
     sequence_loss,
     set_seed,
     train_classifier,

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
@@ -19,10 +18,10 @@ from torch.optim.lr_scheduler import LRScheduler
 from tqdm.auto import tqdm
 
 from ._checks import describe
+from .measure import native_bfloat16
 
 __all__ = [
     "choose_device",
-    "native_bfloat16",
     "autocast",
     "set_seed",
     "sequence_loss",
@@ -50,34 +49,6 @@ def choose_device() -> torch.device:
     ):
         return torch.device("mps")
     return torch.device("cpu")
-
-
-def native_bfloat16(device: torch.device | str) -> bool:
-    """Whether ``device`` computes in bfloat16 natively: a CUDA GPU with bfloat16
-    arithmetic (compute capability 8.0 on), or a CPU with the AVX-512 BF16 or AMX
-    instructions (read from ``/proc/cpuinfo`` on Linux; elsewhere oneDNN is asked).
-    Without them bfloat16 is emulated, and can be hundreds of times slower than float32.
-
-    Shapes:
-        returns: bool
-
-    Taught in ``chapters/05_transformer/02_training.ipynb``.
-    """
-    device = torch.device(device)
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            return False
-        try:
-            return torch.cuda.is_bf16_supported(including_emulation=False)
-        except TypeError:  # older PyTorch: no emulation to exclude
-            return torch.cuda.is_bf16_supported()
-    if device.type == "cpu":
-        try:
-            flags = Path("/proc/cpuinfo").read_text().split()
-        except OSError:
-            return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-        return "avx512_bf16" in flags or "amx_bf16" in flags
-    return False
 
 
 def autocast(device: torch.device | str, precision: str = "auto"):

@@ -30,9 +30,9 @@ def test_every_claim_and_its_range_is_on_the_page(path):
     """Change a range, and the page (with the measurements behind it) must be
     regenerated."""
     page = PAGE.read_text(encoding="utf-8")
-    for name, low, high in measure_spread.claims_in(nbformat.read(path, as_version=4)):
-        bounds = "holds" if low is None and high is None else \
-            f"{'' if low is None else low} … {'' if high is None else high}"
+    claims = measure_spread.claims_in(nbformat.read(path, as_version=4))
+    for name, low, high, checked in claims:
+        bounds = measure_spread.bounds_text(low, high, checked)
         assert (
             f"| `{name}` | {bounds} |" in page
         ), f"{name} ({bounds}) not on {PAGE.name}: regenerate it"
@@ -87,3 +87,11 @@ def test_report_keep_carries_the_pages_runs_over(tmp_path):
     for section, columns in kept_claims.items():
         for column, values in columns.items():
             assert again_claims[section][column] == values, (section, column)
+
+
+def test_ranges_per_device_are_printed_per_device():
+    text = measure_spread.bounds_text({"cpu": 2.5, "gpu": 0.6}, 8.0)
+    assert text == "CPU 2.5 … 8.0; GPU 0.6 … 8.0"
+    only_cpu = measure_spread.bounds_text(1.3, 2.3, {"cpu": True, "gpu": False})
+    assert only_cpu == "1.3 … 2.3 (checked on a CPU only)"
+    assert measure_spread.bounds_text(None, None) == "holds"

@@ -30,6 +30,27 @@ def test_a_value_outside_its_range_fails_naming_claim_value_and_range(value, low
     )
 
 
+def test_an_unchecked_claim_is_glued_but_not_checked(monkeypatch, tmp_path):
+    """checked=False: a claim about one kind of machine, met on another (a CPU timing
+    slope on a GPU); by_device chooses it, on a simulated GPU here."""
+    from attention_lib import by_device, claims
+
+    glued = {}
+    monkeypatch.setattr(claims, "glue", lambda name, value: glued.update({name: value}))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda index=None: (7, 5))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=None: "Tesla T4")
+    for device, raises in [("cpu", True), ("cuda", False)]:
+        on_cpu = by_device(device, cpu=True, gpu=False)
+        if raises:
+            with pytest.raises(ClaimError):
+                claim("slope", 0.1, low=1.3, high=2.3, checked=on_cpu)
+        else:
+            assert claim("slope", 0.1, low=1.3, high=2.3, checked=on_cpu) == 0.1
+            assert glued == {"slope": 0.1}
+
+
 def test_a_false_bool_claim_fails():
     with pytest.raises(ClaimError, match="does not hold"):
         claim("loss_falls", False)

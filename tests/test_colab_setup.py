@@ -1,5 +1,5 @@
 """The notebooks' setup cell (tools/colab_setup.py) keeps Colab's own packages, without
-running pip.
+running pip; and one command points the book at a fork.
 
 The cell runs here with a stub ``google.colab`` module and ``subprocess`` replaced by a
 recorder, so the tests see the exact commands it would run on Colab. ``make
@@ -9,12 +9,15 @@ to show that it can fail.
 import importlib.util
 import json
 import re
+import shutil
 import subprocess
 import sys
 import types
 from pathlib import Path
 
 import pytest
+import yaml
+from IPython.core.error import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location(
@@ -27,14 +30,34 @@ _spec.loader.exec_module(colab_setup)
 # the runtime.
 KEEP = {"torch", "torchvision", "numpy", "ipywidgets"}
 
+# What pip prints when git cannot clone the repository (as on Colab, for a missing or
+# private one): the reader must not get this.
+PIP_ERROR = b"""\
+  error: subprocess-exited-with-error
 
-def commands_run(source: str, monkeypatch, on_colab: bool = True) -> list:
-    """The commands the cell runs (recorded, not run), on Colab or locally."""
-    commands = []
+  x git clone --filter=blob:none --quiet https://github.com/OWNER/REPO
+  | /tmp/pip-req-build-1 did not run successfully.
+  | exit code: 128
+  > [1 lines of output]
+      fatal: could not read Username for 'https://github.com': No such device or address
+      [end of output]
+Traceback (most recent call last):
+"""
+
+
+def commands_run(
+    source: str, monkeypatch, on_colab: bool = True, returncode: int = 0, commands=None
+) -> list:
+    """The commands the cell runs (recorded, not run, into ``commands`` if given), on
+    Colab or locally; each "returns" ``returncode``, with pip's error output when that
+    is not 0."""
+    commands = [] if commands is None else commands
 
     def record(args, *rest, **kwargs):
         commands.append(args)
-        return subprocess.CompletedProcess(args, 0)
+        if returncode == 0:
+            return subprocess.CompletedProcess(args, 0)
+        return subprocess.CompletedProcess(args, returncode, b"", PIP_ERROR)
 
     with monkeypatch.context() as m:
         if on_colab:
@@ -157,3 +180,120 @@ def test_write_tags_a_setup_cell_that_lacks_the_tag():
     assert colab_setup.is_current(cell, colab_setup.setup_cell_source())
     cell["metadata"]["tags"] = []  # right source, but visible on the website: stale
     assert not colab_setup.is_current(cell, colab_setup.setup_cell_source())
+
+
+# -- a failed install: one line that names the repository and what to do ------------
+
+
+def test_a_failed_install_says_so_in_one_line_naming_the_repository(monkeypatch):
+    url, branch = colab_setup.repository()
+    commands = []
+    with pytest.raises(UsageError) as raised:
+        commands_run(
+            colab_setup.setup_cell_source(), monkeypatch, returncode=1,
+            commands=commands,
+        )
+    # IPython shows a UsageError as the one line "UsageError: <message>", no traceback
+    message = str(raised.value)
+    assert "\n" not in message, message
+    assert f"{url}@{branch}" in message
+    assert "missing or private" in message and "make set-repo URL=" in message
+    assert not re.search(r"Traceback|exit code|git clone|subprocess", message), message
+    assert [c[4:] for c in commands] == [["-q", f"git+{url}@{branch}"]], (
+        "after a failed install the cell must stop, not go on to install d2l"
+    )
+
+
+def test_a_successful_install_raises_nothing(monkeypatch):
+    assert len(commands_run(colab_setup.setup_cell_source(), monkeypatch)) == 2
+
+
+# -- pointing the book at a fork -------------------------------------------------------
+
+FORK = "https://github.com/someone/attention-fork"
+
+
+def test_the_url_rewrite_changes_url_and_branch_and_nothing_else(tmp_path):
+    config = tmp_path / "_config.yml"
+    shutil.copy(ROOT / "_config.yml", config)
+    before = config.read_text(encoding="utf-8")
+    colab_setup.point_at(tmp_path, FORK, "dev")
+    after = config.read_text(encoding="utf-8")
+
+    old, new = yaml.safe_load(before), yaml.safe_load(after)
+    assert new["repository"]["url"] == FORK and new["repository"]["branch"] == "dev"
+    for settings in (old, new):
+        del settings["repository"]["url"], settings["repository"]["branch"]
+    assert new == old, "only repository.url and repository.branch may change"
+    # edited in place: comments and layout kept, exactly two lines differ
+    changed = [
+        (a, b)
+        for a, b in zip(before.splitlines(), after.splitlines(), strict=True)
+        if a != b
+    ]
+    assert changed == [
+        (f"  url: {colab_setup.repository()[0]}", f"  url: {FORK}"),
+        (f"  branch: {colab_setup.repository()[1]}", "  branch: dev"),
+    ]
+    assert [l for l in before.splitlines() if "#" in l] == [
+        l for l in after.splitlines() if "#" in l
+    ]
+
+
+def test_the_url_rewrite_keeps_a_trailing_comment_and_may_leave_the_branch():
+    text = "title: x\nrepository:\n  url: 'https://a/b'  # one place\n  branch: m\n"
+    assert colab_setup.set_repository(text, FORK) == (
+        f"title: x\nrepository:\n  url: {FORK}  # one place\n  branch: m\n"
+    )
+    with pytest.raises(ValueError, match="repository.branch"):
+        colab_setup.set_repository("repository:\n  url: x\n", FORK, "dev")
+
+
+@pytest.mark.parametrize(
+    "given, expected",
+    [(FORK, FORK), (FORK + ".git", FORK), (FORK + "/", FORK)],
+)
+def test_urls_are_normalised(given, expected):
+    assert colab_setup.normalise_url(given) == expected
+
+
+@pytest.mark.parametrize(
+    "bad", ["github.com/a/b", "https://gitlab.com/a/b", "https://github.com/a", "x"]
+)
+def test_a_url_that_launch_buttons_cannot_use_is_refused(bad):
+    with pytest.raises(ValueError, match="https://github.com/OWNER/REPO"):
+        colab_setup.normalise_url(bad)
+
+
+def test_url_without_write_is_refused(tmp_path, capsys):
+    shutil.copy(ROOT / "_config.yml", tmp_path / "_config.yml")
+    with pytest.raises(SystemExit) as exited:
+        colab_setup.main(["--url", FORK], root=tmp_path)
+    assert exited.value.code == 2 and "add --write" in capsys.readouterr().err
+    assert (tmp_path / "_config.yml").read_text() == (ROOT / "_config.yml").read_text()
+
+
+def test_one_command_points_config_setup_cells_and_pages_at_a_fork(tmp_path):
+    """``--url ... --branch ... --write`` on a copy of the book: _config.yml, the setup
+    cell of a notebook, and the branch the Pages workflow publishes."""
+    notebook = colab_setup.chapter_notebooks()[0]
+    copy = tmp_path / notebook.relative_to(ROOT)
+    copy.parent.mkdir(parents=True)
+    shutil.copy(notebook, copy)
+    for name in ["_config.yml", ".github/workflows/pages.yml"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, tmp_path / name)
+
+    command = ["--url", FORK, "--branch", "dev", "--write"]
+    assert colab_setup.main(command, root=tmp_path) == 0
+    assert colab_setup.repository(tmp_path) == (FORK, "dev")
+    assert colab_setup.main(["--check"], root=tmp_path) == 0
+    cell = colab_setup.first_code_cell(json.loads(copy.read_text(encoding="utf-8")))
+    source = "".join(cell["source"])
+    assert f'REPO_URL = "{FORK}"' in source and 'BRANCH = "dev"' in source
+    pages = yaml.safe_load((tmp_path / ".github/workflows/pages.yml").read_text())
+    assert pages[True]["push"]["branches"] == ["dev"]  # YAML 1.1 reads `on` as True
+
+    # the check can fail: the repository moves on, the cell does not
+    colab_setup.point_at(tmp_path, FORK + "-2", None)
+    assert colab_setup.main(["--check"], root=tmp_path) == 1

@@ -140,3 +140,31 @@ def test_solutions_are_hidden_in_colab_and_collapsed_on_the_site():
                 assert solution.source.startswith(
                     "#@title"
                 ), f"{path.name}: Colab form needs a #@title"
+
+
+# How a page may look at the hardware: only through attention_lib.measure (hardware,
+# by_device, synchronize, ...), whose every branch tests/test_measure.py runs on
+# simulated machines, so that no page holds a branch that has never run.
+HARDWARE_BRANCHES = ["device.type ==", "device.type !=", "device.type in",
+                     "torch.cuda.", "torch.mps.", "is_bf16_supported", "if native"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_pages_decide_from_the_hardware_only_through_the_library(path):
+    nb = nbformat.read(path, as_version=4)
+    found = [
+        f"cell {i}: {line.strip()}"
+        for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
+        for line in cell.source.splitlines()
+        if any(needle in line for needle in HARDWARE_BRANCHES)
+    ]
+    assert not found, "use attention_lib.measure (by_device, ...):\n" + "\n".join(found)
+
+
+def test_the_hardware_rule_catches_a_page_branch(tmp_path):
+    source = 'if device.type == "cpu":\n    claim("x", 1, low=0)'
+    cell = nbformat.v4.new_code_cell(source)
+    bad = tmp_path / "bad.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), bad)
+    with pytest.raises(AssertionError, match="by_device"):
+        test_pages_decide_from_the_hardware_only_through_the_library(bad)

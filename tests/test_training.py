@@ -194,23 +194,6 @@ def tiny_model(data):
     )
 
 
-def test_native_bfloat16_reads_the_cpu_flags(monkeypatch, tmp_path):
-    from attention_lib import native_bfloat16
-    from attention_lib import training
-
-    real_path = training.Path
-    for flags, expected in [("fpu avx2 avx512f", False), ("avx512f avx512_bf16", True),
-                            ("amx_bf16 amx_tile", True)]:
-        cpuinfo = tmp_path / "cpuinfo"
-        cpuinfo.write_text(f"processor : 0\nflags : {flags}\n")
-        monkeypatch.setattr(
-            training, "Path",
-            lambda p, f=cpuinfo: f if p == "/proc/cpuinfo" else real_path(p),
-        )
-        assert native_bfloat16("cpu") is expected
-    assert native_bfloat16("meta") is False
-
-
 def test_autocast_precisions():
     from attention_lib import autocast, native_bfloat16
 

@@ -107,9 +107,41 @@ def glued_values(nb) -> dict[str, object]:
     return values
 
 
-def claims_in(nb) -> list[tuple[str, object, object]]:
-    """(name, low, high) of every ``claim("name", value, low=..., high=...)`` call with
-    literal arguments."""
+def _literal(node, names=None):
+    """A literal argument, or ``by_device(device, cpu=..., gpu=...)`` read as
+    ``{"cpu": ..., "gpu": ...}``, or a name the cell assigned one of those to."""
+    if isinstance(node, ast.Name) and names and node.id in names:
+        node = names[node.id]
+    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "by_device":
+        return {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+    return ast.literal_eval(node)
+
+
+def bounds_text(low, high, checked=True) -> str:
+    """A claim's range as the page prints it: 'holds', '2.5 … 8.0', per device where
+    ``by_device`` chooses it ('CPU 2.5 … ; GPU 0.6 …'), and 'on a CPU only' where
+    ``checked=by_device(device, cpu=True, gpu=False)``."""
+    def one(lo, hi):
+        if lo is None and hi is None:
+            return "holds"
+        return f"{'' if lo is None else lo} … {'' if hi is None else hi}"
+
+    if isinstance(low, dict) or isinstance(high, dict):
+        pick = {
+            kind: [b.get(kind) if isinstance(b, dict) else b for b in (low, high)]
+            for kind in ("cpu", "gpu")
+        }
+        text = f"CPU {one(*pick['cpu'])}; GPU {one(*pick['gpu'])}"
+    else:
+        text = one(low, high)
+    if isinstance(checked, dict) and checked.get("cpu") and not checked.get("gpu"):
+        text += " (checked on a CPU only)"
+    return text
+
+
+def claims_in(nb) -> list[tuple[str, object, object, object]]:
+    """(name, low, high, checked) of every ``claim("name", value, low=..., high=...)``
+    call with literal arguments (or ``by_device(...)`` of literals)."""
     found = []
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -118,6 +150,12 @@ def claims_in(nb) -> list[tuple[str, object, object]]:
             tree = ast.parse(cell.source)
         except SyntaxError:
             continue
+        names = {  # on_cpu = by_device(device, cpu=True, gpu=False)
+            node.targets[0].id: node.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        }
         for node in ast.walk(tree):
             if (
                 isinstance(node, ast.Call)
@@ -134,11 +172,13 @@ def claims_in(nb) -> list[tuple[str, object, object]]:
                 else:
                     name = ast.literal_eval(first)
                 kw = {
-                    k.arg: ast.literal_eval(k.value)
+                    k.arg: _literal(k.value, names)
                     for k in node.keywords
-                    if k.arg in ("low", "high")
+                    if k.arg in ("low", "high", "checked")
                 }
-                found.append((name, kw.get("low"), kw.get("high")))
+                found.append(
+                    (name, kw.get("low"), kw.get("high"), kw.get("checked", True))
+                )
     return found
 
 
@@ -240,7 +280,12 @@ def report(folders: list[Path], keep: Path | None = None) -> str:
             "claims are checked only on a CPU (the notebook's comment says why); their"
             " `cuda` columns"
         ),
-        "are shown for information and may lie outside the range.",
+        "are shown for information and may lie outside the range. Where a GPU"
+        " shows another regime",
+        (
+            "(every step bound by kernel launches), a claim has a range for each"
+            " (`CPU …; GPU …`)."
+        ),
         "",
         "## Outputs per notebook",
         "",
@@ -293,15 +338,14 @@ def report(folders: list[Path], keep: Path | None = None) -> str:
             "| claim | range | " + " | ".join(columns) + " | min | max |",
             "| --- | --- | " + " | ".join("---:" for _ in columns) + " | ---: | ---: |",
         ]
-        for name, low, high in claims:
+        for name, low, high, checked in claims:
             seen = [v.get(name) for v in values]
             numeric = [
                 v
                 for v in seen
                 if isinstance(v, (int, float)) and not isinstance(v, bool)
             ]
-            bounds = "holds" if low is None and high is None else \
-                f"{'' if low is None else low} … {'' if high is None else high}"
+            bounds = bounds_text(low, high, checked)
             lines.append(
                 f"| `{name}` | {bounds} | "
                 + " | ".join("–" if v is None else fmt(v) for v in seen)

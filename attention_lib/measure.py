@@ -1,0 +1,223 @@
+"""The machine a page runs on, and how fast it multiplies: the one place where the book
+decides anything from the hardware.
+
+A page runs the same experiment on every machine (a CPU with or without native
+bfloat16, a T4, an H100). Where the hardware changes a *result*, a speed or a precision,
+the page measures it on its own device and says what that device shows. What has to
+differ between devices (the range a timing claim allows, the sentence that explains
+it) is chosen by :func:`by_device`, from :func:`hardware`'s description, so every
+branch is one that the tests run, by simulating each kind of machine.
+
+Taught in ``chapters/05_transformer/02_training.ipynb``.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, TypeVar
+
+import torch
+
+__all__ = [
+    "Hardware",
+    "hardware",
+    "native_bfloat16",
+    "by_device",
+    "synchronize",
+    "best_seconds",
+    "matmul_rate",
+]
+
+T = TypeVar("T")
+
+# Compute capability from which an NVIDIA GPU multiplies bfloat16 natively (Ampere:
+# A100 is 8.0; a T4 is 7.5, a V100 7.0).
+NATIVE_BF16_CAPABILITY = (8, 0)
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What a device is: its kind (``"cpu"``, ``"cuda"``, ``"mps"``, ...), its name, a
+    CUDA GPU's compute capability, and whether it computes in bfloat16 natively.
+
+    Shapes:
+        none
+
+    Taught in ``chapters/05_transformer/02_training.ipynb``.
+    """
+
+    kind: str
+    name: str
+    native_bfloat16: bool
+    capability: tuple[int, int] | None = None
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.kind in ("cuda", "mps")
+
+    def __str__(self) -> str:
+        what = {"cpu": "a CPU", "cuda": "a CUDA GPU", "mps": "an Apple GPU"}.get(
+            self.kind, f"a {self.kind} device")
+        detail = self.name
+        if self.capability is not None:
+            detail += f", sm{self.capability[0]}{self.capability[1]}"
+        bf16 = "with" if self.native_bfloat16 else "without"
+        return f"{what} ({detail}) {bf16} native bfloat16"
+
+
+def _cpu_flags_and_name() -> tuple[set[str] | None, str]:
+    # Linux: the flags and model name in /proc/cpuinfo; elsewhere, no flags (None).
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None, "unknown CPU"
+    flags, name = set(), "unknown CPU"
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            flags.update(value.split())
+        elif key.strip() == "model name" and name == "unknown CPU":
+            name = value.strip()
+    return flags, name
+
+
+def hardware(device: torch.device | str) -> Hardware:
+    """Describe ``device``. bfloat16 is native on a CUDA GPU of compute capability 8.0
+    or later (A100, H100; not a T4) and on a CPU with the AVX-512 BF16 or AMX
+    instructions (read from ``/proc/cpuinfo`` on Linux; elsewhere oneDNN is asked).
+    Without them bfloat16 is emulated, and can be hundreds of times slower than float32.
+
+    Shapes:
+        returns: :class:`Hardware`
+
+    Taught in ``chapters/05_transformer/02_training.ipynb``.
+    """
+    device = torch.device(device)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            return Hardware("cuda", "CUDA not available", False)
+        index = torch.cuda.current_device() if device.index is None else device.index
+        capability = tuple(torch.cuda.get_device_capability(index))
+        return Hardware("cuda", torch.cuda.get_device_name(index),
+                        capability >= NATIVE_BF16_CAPABILITY, capability)
+    if device.type == "cpu":
+        flags, name = _cpu_flags_and_name()
+        if flags is None:
+            native = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+        else:
+            native = "avx512_bf16" in flags or "amx_bf16" in flags
+        return Hardware("cpu", name, native)
+    return Hardware(device.type, device.type, False)
+
+
+def native_bfloat16(device: torch.device | str) -> bool:
+    """Whether ``device`` computes in bfloat16 natively (see :func:`hardware`).
+
+    Shapes:
+        returns: bool
+
+    Taught in ``chapters/05_transformer/02_training.ipynb``.
+    """
+    return hardware(device).native_bfloat16
+
+
+def by_device(device: torch.device | str, *, cpu: T, gpu: T) -> T:
+    """``cpu`` on a CPU, ``gpu`` on a GPU (CUDA or Apple's MPS): the one switch through
+    which a page lets the hardware choose, e.g. a timing claim's range
+    (``low=by_device(device, cpu=2.5, gpu=0.7)``) or the sentence that explains it.
+
+    Shapes:
+        returns: ``cpu`` or ``gpu``, as given
+
+    Taught in ``chapters/05_transformer/02_training.ipynb``.
+    """
+    return gpu if hardware(device).is_gpu else cpu
+
+
+def synchronize(device: torch.device | str) -> None:
+    """Wait until ``device`` has finished the work queued on it: GPU calls return before
+    the work is done, so a timer must wait before reading the clock. Nothing to wait
+    for on a CPU.
+
+    Shapes:
+        none
+
+    Taught in ``chapters/05_transformer/02_training.ipynb``.
+    """
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)  # GPU calls return before the work is done
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+def best_seconds(
+    fn: Callable[[], object],
+    device: torch.device | str = "cpu",
+    repeats: int = 3,
+    min_seconds: float = 0.05,
+) -> float:
+    """Seconds per call of ``fn()``: after one warm-up call, ``repeats`` measurements,
+    each repeating the call until ``min_seconds`` have passed (a long call runs once)
+    and dividing; the fastest measurement is returned, the one least disturbed by
+    other work. On a GPU the device is synchronised before the clock is read.
+
+    Shapes:
+        returns: float, seconds
+
+    Taught in ``chapters/05_transformer/02_training.ipynb``.
+    """
+    device = torch.device(device)
+    fn()
+    synchronize(device)
+    best = math.inf
+    for _ in range(repeats):
+        calls, started = 0, time.perf_counter()
+        while True:
+            fn()
+            synchronize(device)
+            calls += 1
+            elapsed = time.perf_counter() - started
+            if elapsed >= min_seconds:
+                break
+        best = min(best, elapsed / calls)
+    return best
+
+
+def matmul_size(device: torch.device | str, dtype: torch.dtype) -> int:
+    """The side of the square matrices :func:`matmul_rate` multiplies by default:
+    large enough to keep the device busy (2048 on a CPU, 4096 on a GPU), but only 256
+    for bfloat16 on a CPU that emulates it, where a large product would take minutes.
+
+    Shapes:
+        returns: int
+
+    Taught in ``chapters/05_transformer/02_training.ipynb``.
+    """
+    machine = hardware(device)
+    if dtype == torch.bfloat16 and not machine.native_bfloat16 and not machine.is_gpu:
+        return 256
+    return by_device(device, cpu=2048, gpu=4096)
+
+
+def matmul_rate(
+    device: torch.device | str,
+    dtype: torch.dtype = torch.float32,
+    size: int | None = None,
+) -> float:
+    """The rate of one (size × size) @ (size × size) matrix product on ``device`` in
+    ``dtype``, in GFLOP/s (2 size³ operations: a multiply and an add per term), timed
+    with :func:`best_seconds`. ``size`` defaults to :func:`matmul_size`.
+
+    Shapes:
+        returns: float, GFLOP/s
+
+    Taught in ``chapters/05_transformer/02_training.ipynb``.
+    """
+    device = torch.device(device)
+    size = size or matmul_size(device, dtype)
+    a = torch.randn(size, size, device=device).to(dtype)
+    b = torch.randn(size, size, device=device).to(dtype)
+    return 2 * size**3 / best_seconds(lambda: a @ b, device) / 1e9
