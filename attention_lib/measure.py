@@ -27,6 +27,7 @@ __all__ = [
     "by_device",
     "synchronize",
     "best_seconds",
+    "matmul_size",
     "matmul_rate",
 ]
 
