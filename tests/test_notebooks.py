@@ -1,5 +1,6 @@
 """Structure of the committed notebooks (nbval re-runs their code; these check the
 rest)."""
+import re
 import json
 import subprocess
 import sys
@@ -168,3 +169,32 @@ def test_the_hardware_rule_catches_a_page_branch(tmp_path):
     nbformat.write(nbformat.v4.new_notebook(cells=[cell]), bad)
     with pytest.raises(AssertionError, match="by_device"):
         test_pages_decide_from_the_hardware_only_through_the_library(bad)
+
+
+# The reader never sees the test machinery: outside a removed cell no code mentions the
+# tools that check the page, and glue(...) lines live in removed cells (Colab forms).
+PLUMBING = [
+    re.compile(r"nbval", re.I), re.compile(r"#\s*noqa"), re.compile(r"^\s*glue\(", re.M)
+]
+
+
+def plumbing_in(nb):
+    return [
+        f"cell {i}: {pattern.pattern} in {cell.source[:60]!r}"
+        for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
+        if "remove-cell" not in cell.metadata.get("tags", [])
+        for pattern in PLUMBING if pattern.search(cell.source)
+    ]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_no_test_plumbing_in_visible_code(path):
+    found = plumbing_in(nbformat.read(path, as_version=4))
+    assert not found, "move it to a remove-cell cell or reword:\n" + "\n".join(found)
+
+
+def test_the_plumbing_rule_catches_a_visible_glue():
+    cell = nbformat.v4.new_code_cell('x = 1\nglue("x", x)  # nbval ignores it')
+    assert len(plumbing_in(nbformat.v4.new_notebook(cells=[cell]))) == 2
+    cell.metadata["tags"] = ["remove-cell"]
+    assert not plumbing_in(nbformat.v4.new_notebook(cells=[cell]))
