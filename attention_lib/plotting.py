@@ -168,13 +168,20 @@ def show_image_attention(
     box=None,
     title: str | None = None,
     alpha: float = 0.55,
+    vmin: float | None = None,
+    vmax: float | None = None,
+    colorbar: str | None = None,
 ):
     """Show a grey image with attention weights (or a gate) laid over it as a heat map.
 
     The weights may live on a coarser grid than the pixels (a CNN's feature grid, a
     ViT's patches): each weight is spread over its block of pixels (nearest-neighbour
-    upsampling). Colours span the weights' own range. ``box`` (top, left, bottom,
-    right), bottom and right exclusive, is drawn as a rectangle.
+    upsampling). Colours span ``vmin`` to ``vmax``, by default the weights' own range.
+    ``colorbar``, a label, adds a colour bar beside the Axes. For several panels on one
+    scale, give them all the same ``vmin`` and ``vmax`` and draw one bar for all:
+    ``fig.colorbar(ax.images[-1], ax=axes, label=...)`` (the overlay is the Axes' last
+    image). ``box`` (top, left, bottom, right), bottom and right exclusive, is drawn as
+    a rectangle.
 
     Shapes:
         image:   (Hgt, W) or (1, Hgt, W)
@@ -202,7 +209,11 @@ def show_image_attention(
     if ax is None:
         _, ax = plt.subplots(figsize=(3, 3 * height / width))
     ax.imshow(image.numpy(), cmap="gray", vmin=0, vmax=max(1.0, float(image.max())))
-    ax.imshow(upsampled.numpy(), cmap="inferno", alpha=alpha)
+    overlay = ax.imshow(
+        upsampled.numpy(), cmap="inferno", alpha=alpha, vmin=vmin, vmax=vmax
+    )
+    if colorbar is not None:
+        ax.figure.colorbar(overlay, ax=ax, label=colorbar)
     if box is not None:
         top, left, bottom, right = (int(v) for v in box)
         ax.add_patch(plt.Rectangle(

@@ -126,6 +126,22 @@ class History(dict):
     tokens: int = 0
 
 
+def _end_bar_early(bar) -> None:
+    """Make a progress bar stopped early (by a time budget) read n/n and show full.
+
+    Setting ``bar.total`` alone leaves a notebook bar's drawn maximum at the old total
+    (tqdm's widget keeps its own), so "1021/1021" would sit in a bar filled to 3 %.
+    ``reset(total=...)`` updates both; the start time is kept so the rate stays true.
+    """
+    if bar.disable:
+        return
+    done, started = bar.n, bar.start_t
+    bar.reset(total=done)
+    bar.start_t = started
+    bar.update(done)
+    bar.refresh()
+
+
 def train_seq2seq(
     model: nn.Module,
     loader,
@@ -235,10 +251,9 @@ def train_seq2seq(
                 started = time.perf_counter()
             if out_of_time:
                 # Stopped by the clock, not cut short by an error: the bar ends full.
-                bar.total = bar.n
+                _end_bar_early(bar)
                 bar.set_postfix(epoch=epoch + 1, loss=f"{total / tokens:.3f}",
-                                stopped="time budget", refresh=False)
-                bar.refresh()
+                                stopped="time budget")
                 break
         seconds += time.perf_counter() - started
         all_tokens += tokens

@@ -11,6 +11,7 @@ from attention_lib import (
     plot_bleu_by_length,
     plot_history,
     show_heatmaps,
+    show_image_attention,
     static_explorer,
     use_cjk_font,
 )
@@ -46,6 +47,29 @@ def test_heatmap_grid_shapes_and_errors():
     plt.close(fig)
     with pytest.raises(ValueError, match=r"matrices must be .* got \(5,\)"):
         show_heatmaps(torch.rand(5))
+
+
+def test_image_attention_scale_and_colour_bar():
+    image, weights = torch.rand(8, 8), torch.rand(4, 4) * 0.5
+    ax = show_image_attention(image, weights)
+    assert len(ax.figure.axes) == 1  # no colour bar unless asked
+    overlay = ax.images[-1]
+    assert overlay.get_clim() == pytest.approx(
+        (weights.min().item(), weights.max().item())
+    )  # by default the weights' own range
+    plt.close("all")
+    ax = show_image_attention(image, weights, vmin=0, vmax=1, colorbar="gate")
+    bar = ax.figure.axes[-1]
+    assert len(ax.figure.axes) == 2 and bar.get_ylabel() == "gate"
+    assert ax.images[-1].get_clim() == (0, 1)
+    plt.close("all")
+    # several panels on one scale share one bar
+    fig, axes = plt.subplots(1, 3)
+    for ax in axes:
+        show_image_attention(image, weights, ax=ax, vmin=0, vmax=0.5)
+    fig.colorbar(axes[0].images[-1], ax=axes, label="weight")
+    assert len(fig.axes) == 4 and fig.axes[-1].get_ylabel() == "weight"
+    plt.close(fig)
 
 
 def test_history_and_bleu_plots_draw_one_line_per_series():

@@ -249,3 +249,23 @@ def test_max_seconds_stops_training_and_checkpoints_are_not_training_time(
     assert seen == [(2, 2.0), (4, 4.0), (5, 5.0)]
     assert (history.batches, history.seconds) == (5, 5.0)
     assert len(history["train"]) == 1
+
+
+@pytest.mark.parametrize("kind", ["console", "notebook"])
+def test_a_bar_stopped_by_the_time_budget_reads_and_draws_full(kind, capsys):
+    from tqdm import tqdm as console_tqdm
+    from tqdm.notebook import tqdm as notebook_tqdm
+
+    from attention_lib.training import _end_bar_early
+
+    make = console_tqdm if kind == "console" else notebook_tqdm
+    bar = make(total=31_300, desc="training")
+    bar.update(1021)
+    started = bar.start_t
+    _end_bar_early(bar)
+    assert (bar.n, bar.total) == (1021, 1021)
+    assert bar.start_t == started  # the rate is not reset
+    if kind == "notebook":  # the drawn widget: value and maximum agree
+        _, drawn, _ = bar.container.children
+        assert (drawn.value, drawn.max) == (1021, 1021)
+    bar.close()

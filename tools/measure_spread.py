@@ -11,13 +11,10 @@ tool measures that:
     python tools/measure_spread.py run chapters/01_seq2seq/02_encoder_decoder.ipynb \\
         --variant threads=1,seed=0 --variant threads=2,seed=1 --out spread/ --jobs 2
 
-    # a table of every claim: its range, and the value in the committed notebook and in
-        each run
+    # the checks page: every claim in words, its range, and the spread of the committed
+    # notebook and every run; the runs are kept in tools/spread_runs.json, so that runs
+    # measured once (on a GPU, say) stay after their executed copies are gone
     python tools/measure_spread.py report spread/ [more folders] --write book/checks.md
-
-    # the same, keeping the runs the current page shows whose copies are gone
-    python tools/measure_spread.py report spread/ --keep book/checks.md \\
-        --write book/checks.md
 
 ``run`` executes copies (never the committed notebooks) with papermill, which sets
 ``SEED`` in the cell tagged ``parameters``; ``OMP_NUM_THREADS`` sets the thread count.
@@ -33,6 +30,7 @@ import ast
 import concurrent.futures
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -118,13 +116,17 @@ def _literal(node, names=None):
 
 
 def bounds_text(low, high, checked=True) -> str:
-    """A claim's range as the page prints it: 'holds', '2.5 … 8.0', per device where
-    ``by_device`` chooses it ('CPU 2.5 … ; GPU 0.6 …'), and 'on a CPU only' where
+    """A claim's range as the page prints it: 'holds', '2.5 – 8.0', '≥ 3', per device
+    where ``by_device`` chooses it ('CPU ≥ 2.5; GPU ≥ 0.6'), and 'CPU only' where
     ``checked=by_device(device, cpu=True, gpu=False)``."""
     def one(lo, hi):
         if lo is None and hi is None:
             return "holds"
-        return f"{'' if lo is None else lo} … {'' if hi is None else hi}"
+        if hi is None:
+            return f"≥ {lo}"
+        if lo is None:
+            return f"≤ {hi}"
+        return f"= {lo}" if lo == hi else f"{lo} – {hi}"
 
     if isinstance(low, dict) or isinstance(high, dict):
         pick = {
@@ -135,7 +137,7 @@ def bounds_text(low, high, checked=True) -> str:
     else:
         text = one(low, high)
     if isinstance(checked, dict) and checked.get("cpu") and not checked.get("gpu"):
-        text += " (checked on a CPU only)"
+        text += " (CPU only)"
     return text
 
 
@@ -203,181 +205,216 @@ def fmt(value) -> str:
     return str(value)
 
 
-def _cell_value(text: str):
-    """A value as the page prints it, read back: 'yes'/'no', '–' (not measured), a
-    number, or the text itself."""
-    if text in ("yes", "no"):
-        return text == "yes"
-    if text in ("–", ""):
-        return None
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
-
-
-def kept_runs(page: Path) -> tuple[dict, dict]:
-    """The measured runs an earlier version of the page shows: per notebook section,
-    {run column: {claim: value}}, and {run: seconds}. ``report --keep`` carries them
-    over, so that runs measured once (on a GPU, say) stay on the page after their
-    executed copies are gone."""
-    claims, times, section, columns = {}, {}, None, []
-    for line in page.read_text(encoding="utf-8").splitlines():
-        if line.startswith("## "):
-            section, columns = line[3:].strip(), []
+def abouts_in(nb) -> dict[str, str]:
+    """{claim name: its ``about="..."`` text} for the claims that say what they are."""
+    found = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code" or "claim(" not in cell.source:
             continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if not line.startswith("|") or cells[0].startswith("---"):
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
             continue
-        if section == "Execution time of each measured run":
-            if cells[0] != "run":
-                times[cells[0]] = cells[1]
-        elif section and cells[0] == "claim":
-            columns = cells[3:-2]  # after claim, range, committed; before min, max
-        elif section and columns and cells[0].startswith("`"):
-            name = cells[0].strip("`")
-            for column, text in zip(columns, cells[3:-2]):
-                claims.setdefault(section, {}).setdefault(column, {})[name] = (
-                    _cell_value(text)
-                )
-    return claims, times
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "claim":
+                about = next((k.value for k in node.keywords if k.arg == "about"), None)
+                if isinstance(about, ast.Constant) and node.args and isinstance(
+                    node.args[0], ast.Constant
+                ):
+                    found[node.args[0].value] = about.value
+    return found
 
 
-def report(folders: list[Path], keep: Path | None = None) -> str:
+def load_runs(path: Path | None) -> tuple[dict, dict]:
+    """The measured runs kept in ``tools/spread_runs.json``: per notebook,
+    {run: {claim: value}}, and {run: seconds}. Runs measured once (on a GPU, say)
+    stay there after their executed copies are gone."""
+    if path is None or not path.exists():
+        return {}, {}
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data.get("claims", {}), data.get("seconds", {})
+
+
+def _pattern(name: str) -> re.Pattern:
+    """'ch2_speedup_{…}' (a claim named in a loop) -> a regex for the glued names."""
+    return re.compile("^" + ".+".join(map(re.escape, name.split("{…}"))) + "$")
+
+
+def _page_number(path: Path) -> str:
+    chapter, page = path.parent.name[:2], path.name[:2]
+    return f"{int(chapter)}.{int(page)}"
+
+
+def _doc(path: Path) -> str:
+    target = path.relative_to(ROOT).with_suffix("").as_posix()
+    return f"{{doc}}`{_page_number(path)} </{target}>`"
+
+
+def _words(name: str, about: str | None) -> str:
+    words = about or re.sub(r"^ch\d+_", "", name).replace("_", " ")
+    return f"{words} (`{name}`)"
+
+
+def _spread(values: list) -> str:
+    numeric = sorted(
+        v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)
+    )
+    flags = [v for v in values if isinstance(v, bool)]
+    if numeric:
+        low, high = numeric[0], numeric[-1]
+        text = fmt(low) if fmt(low) == fmt(high) else f"{fmt(low)} – {fmt(high)}"
+        return f"{text} ({len(numeric)})"
+    if flags:
+        held = sum(flags)
+        return f"held in {held} of {len(flags)}"
+    return "–"
+
+
+READERS = """\
+Every page of this book is a notebook, and the tests run every notebook again from the
+first cell to the last. What the code alone decides (the data's statistics, a worked
+example, a shape, an error message) must come out exactly as the page shows it. What
+training or timing produces cannot: the last digits of a loss change with the thread
+count, the order of additions and the processor, a few epochs later a translation
+reads differently, and a time depends on the machine and on what else it is doing. So
+the book never relies on those digits. Each sentence that quotes such a number is a
+**claim** with a range, checked every time the page runs, on whatever machine runs it:
+if a result falls outside its range, the page stops with an error that names the
+claim. The number in the sentence is the one the code printed on the run the site
+shows.
+
+The ranges come from measurement, not from hope: each training or timing page was run
+several times (one and two threads, other random seeds, and for some pages a GPU), and
+the range covers what those runs gave, with a margin for other machines. Where a GPU
+works in another regime (a small step there is bound by kernel launches, not
+arithmetic), a claim has one range for a CPU and one for a GPU, and a few claims about
+a CPU's behaviour are checked on a CPU only.
+
+In the tables, a range *a – b* means the value must lie between a and b, *≥ a* at
+least a, *≤ b* at most b, and *holds* a statement that is simply true or false.
+*Measured* gives the smallest and largest value over the runs, with the number of runs
+in brackets. The name in code font is the one a failing check reports.
+"""
+
+
+def report(
+    folders: list[Path], runs_file: Path | None = None
+) -> tuple[str, dict]:
+    """The checks page (Markdown) and the runs data to keep in ``runs_file``."""
     notebooks = sorted(
         p
         for p in (ROOT / "chapters").rglob("*.ipynb")
         if ".ipynb_checkpoints" not in p.parts
     )
     runs = sorted(p for folder in folders for p in folder.glob("*.ipynb"))
-    kept_claims, kept_times = kept_runs(keep) if keep else ({}, {})
-    lines = [
-        "# How the numbers are checked",
+    kept_claims, kept_times = load_runs(runs_file)
+    lines = ["# How the numbers are checked", "", READERS]
+    chapters: dict[Path, list[Path]] = {}
+    for path in notebooks:
+        chapters.setdefault(path.parent, []).append(path)
+    for folder, paths in chapters.items():
+        rows = []
+        for path in paths:
+            nb = nbformat.read(path, as_version=4)
+            claims = claims_in(nb)
+            if not claims:
+                continue
+            section = str(path.relative_to(ROOT / "chapters"))
+            values = {"committed": glued_values(nb)}
+            for run in runs:
+                if run.name.startswith(path.stem + "__"):
+                    values[run.stem.split("__", 1)[1]] = glued_values(
+                        nbformat.read(run, as_version=4)
+                    )
+            for column, old in kept_claims.get(section, {}).items():
+                values.setdefault(column, old)  # a fresh run of the same name wins
+            kept_claims[section] = {k: v for k, v in values.items() if k != "committed"}
+            abouts = abouts_in(nb)
+            for name, low, high, checked in claims:
+                names = [name]
+                if "{…}" in name:
+                    pattern = _pattern(name)
+                    names = sorted(
+                        {n for v in values.values() for n in v
+                         if pattern.match(n) and "{…}" not in n}
+                    ) or [name]
+                for one in names:
+                    seen = [v.get(one) for v in values.values()]
+                    rows.append(
+                        f"| {_doc(path)} | {_words(one, abouts.get(name))} |"
+                        f" {bounds_text(low, high, checked)} | {_spread(seen)} |"
+                    )
+        if not rows:
+            continue
+        title = (folder / "index.md").read_text(encoding="utf-8").splitlines()[0]
+        lines += [
+            "",
+            f"## Chapter {int(folder.name[:2])}: {title.lstrip('# ').strip()}",
+            "",
+            "| page | claim | range | measured |",
+            "| --- | --- | --- | --- |",
+            *rows,
+        ]
+    lines += [
         "",
-        "Generated by `python tools/measure_spread.py report`; do not edit by hand.",
+        "## What each page compares exactly",
         "",
-        (
-            "Outputs that the code alone determines (data statistics, worked examples,"
-            " shapes, printed"
-        ),
-        (
-            "source, error messages) are compared exactly by nbval when the tests"
-            " re-run a notebook."
-        ),
-        (
-            "Outputs of training and timing differ in their digits from machine to"
-            " machine, so nbval"
-        ),
-        (
-            "ignores them; instead, every claim the page makes about them is checked by"
-            " a `claim(...)`"
-        ),
-        (
-            "call in the notebook, against a range that covers the spread measured"
-            " below. A few timing"
-        ),
-        (
-            "claims are checked only on a CPU (the notebook's comment says why); their"
-            " `cuda` columns"
-        ),
-        "are shown for information and may lie outside the range. Where a GPU"
-        " shows another regime",
-        (
-            "(every step bound by kernel launches), a claim has a range for each"
-            " (`CPU …; GPU …`)."
-        ),
+        "Code cells, those with outputs, outputs compared exactly, outputs that vary",
+        "from machine to machine (not compared; their claims are checked instead),",
+        "and claims.",
         "",
-        "## Outputs per notebook",
-        "",
-        (
-            "| notebook | code cells | with outputs | compared exactly | ignored |"
-            " claims asserted |"
-        ),
+        "| page | code cells | with outputs | compared exactly | vary | claims |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for path in notebooks:
-        counts = output_counts(nbformat.read(path, as_version=4))
-        lines.append(
-            f"| {path.relative_to(ROOT / 'chapters')} | "
-            + " | ".join(
-                str(counts[k])
-                for k in (
-                    "code cells",
-                    "with outputs",
-                    "compared exactly",
-                    "ignored",
-                    "claims",
-                )
-            )
-            + " |"
+        lines.append(output_row(path))
+    for run in runs:
+        seconds = nbformat.read(run, as_version=4).metadata.get("papermill", {}).get(
+            "duration"
         )
-    for path in notebooks:
-        nb = nbformat.read(path, as_version=4)
-        claims = claims_in(nb)
-        if not claims:
-            continue
-        mine = [r for r in runs if r.name.startswith(path.stem + "__")]
-        columns = ["committed"] + [r.stem.split("__", 1)[1] for r in mine]
-        values = [glued_values(nb)] + [
-            glued_values(nbformat.read(r, as_version=4)) for r in mine
-        ]
-        section = str(path.relative_to(ROOT / "chapters"))
-        for column, old in sorted(kept_claims.get(section, {}).items()):
-            if column not in columns:  # a fresh run of the same name wins
-                columns.append(column)
-                values.append(old)
-        lines += [
-            "",
-            f"## {path.relative_to(ROOT / 'chapters')}",
-            "",
-            (
-                "Runs: `committed` is the run whose outputs the site shows; the others"
-                " are named device, threads (`t`) and seed (`s`)."
-            ),
-            "",
-            "| claim | range | " + " | ".join(columns) + " | min | max |",
-            "| --- | --- | " + " | ".join("---:" for _ in columns) + " | ---: | ---: |",
-        ]
-        for name, low, high, checked in claims:
-            seen = [v.get(name) for v in values]
-            numeric = [
-                v
-                for v in seen
-                if isinstance(v, (int, float)) and not isinstance(v, bool)
-            ]
-            bounds = bounds_text(low, high, checked)
-            lines.append(
-                f"| `{name}` | {bounds} | "
-                + " | ".join("–" if v is None else fmt(v) for v in seen)
-                + f" | {fmt(min(numeric)) if numeric else ''} |"
-                f" {fmt(max(numeric)) if numeric else ''} |"
-            )
-    timed = {
-        r.stem: nbformat.read(r, as_version=4)
-        .metadata.get("papermill", {})
-        .get("duration")
-        for r in runs
-    }
+        if seconds is not None:
+            kept_times[run.stem] = f"{seconds:.0f}"
+    per_page: dict[str, dict[str, list[float]]] = {}
     for run, seconds in kept_times.items():
-        timed.setdefault(run, seconds)
-    if timed:
+        stem, _, variant = run.partition("__")
+        device = "GPU" if variant.startswith("cuda") else "CPU"
+        if seconds not in ("–", None, ""):
+            page_times = per_page.setdefault(stem, {})
+            page_times.setdefault(device, []).append(float(seconds))
+    if per_page:
         lines += [
             "",
-            "## Execution time of each measured run",
+            "## How long each page takes",
             "",
-            (
-                "Whole notebook, as papermill timed it (`cuda`: a GPU, as on Colab;"
-                " `cpu`: threads `t`)."
-            ),
+            "Seconds to run the whole notebook, fastest and slowest of the measured",
+            "runs",
+            "(CPU: a 2-core machine at one or two threads; GPU: as on Colab).",
             "",
-            "| run | seconds |",
-            "| --- | ---: |",
+            "| page | CPU | GPU |",
+            "| --- | ---: | ---: |",
         ]
-        for run, seconds in sorted(timed.items()):
-            if not isinstance(seconds, str):  # kept from the page: already printed
-                seconds = "–" if seconds is None else f"{seconds:.0f}"
-            lines.append(f"| {run} | {seconds} |")
-    return "\n".join(lines) + "\n"
+        for path in notebooks:
+            times = per_page.get(path.stem)
+            if not times:
+                continue
+            cells = [_seconds(times.get(device, [])) for device in ("CPU", "GPU")]
+            lines.append(f"| {_doc(path)} | {cells[0]} | {cells[1]} |")
+    data = {"claims": kept_claims, "seconds": kept_times}
+    return "\n".join(lines) + "\n", data
+
+
+def _seconds(times: list[float]) -> str:
+    if not times:
+        return "–"
+    low, high = min(times), max(times)
+    return f"{low:.0f}" if low == high else f"{low:.0f} – {high:.0f}"
+
+
+def output_row(path: Path) -> str:
+    """The row of "What each page compares exactly" for one notebook."""
+    counts = output_counts(nbformat.read(path, as_version=4))
+    keys = ("code cells", "with outputs", "compared exactly", "ignored", "claims")
+    return f"| {_doc(path)} | " + " | ".join(str(counts[k]) for k in keys) + " |"
 
 
 def main(argv=None) -> int:
@@ -399,9 +436,10 @@ def main(argv=None) -> int:
     rep.add_argument("folders", nargs="*", type=Path)
     rep.add_argument("--write", type=Path)
     rep.add_argument(
-        "--keep",
+        "--runs",
         type=Path,
-        help="an earlier page whose measured runs to carry over (e.g. book/checks.md)",
+        default=ROOT / "tools" / "spread_runs.json",
+        help="the measured runs kept between reports (updated with --write)",
     )
     args = parser.parse_args(argv)
     if args.command == "run":
@@ -422,10 +460,14 @@ def main(argv=None) -> int:
             )
         print("\n".join(results))
         return 0 if all(r.endswith(": ok") for r in results) else 1
-    text = report(args.folders, args.keep)
+    text, data = report(args.folders, args.runs)
     if args.write:
         args.write.write_text(text, encoding="utf-8")
-        print(f"wrote {args.write}")
+        args.runs.write_text(
+            json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n",
+            encoding="utf-8",
+        )
+        print(f"wrote {args.write} and {args.runs}")
     else:
         print(text)
     return 0
