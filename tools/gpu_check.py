@@ -25,10 +25,10 @@ the ``SEED`` of the notebook's ``parameters`` cell, 0 if none; a stem that two c
 notebooks share is prefixed with its folder, ``<folder>-<stem>__...``), with the run's
 ``duration`` in ``metadata.papermill`` as papermill writes it, so that
 
-    python tools/measure_spread.py report gpu-check/ --keep book/checks.md \\
-        --write book/checks.md
+    python tools/measure_spread.py report gpu-check/ --write book/checks.md
 
-puts the CUDA runs' claims and times on the checks page; and ``report.json``, with
+puts the CUDA runs' claims and times on the checks page (and keeps them in
+``tools/spread_runs.json``); and ``report.json``, with
 every notebook's seconds, peak memory, device, status and errors. It prints a line
 as each notebook finishes and a table at the end; the exit status is 1 if any
 notebook had an error, a failed claim or ran out of time, 2 if it refused to run.

@@ -39,6 +39,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 IGNORE = "nbval-ignore-output"
+DASH = "\u00a0–\u00a0"  # a range "1.3 – 2.3" that a narrow table column does not break
 
 
 def parse_variant(text: str) -> dict[str, int]:
@@ -123,10 +124,10 @@ def bounds_text(low, high, checked=True) -> str:
         if lo is None and hi is None:
             return "holds"
         if hi is None:
-            return f"≥ {lo}"
+            return f"≥\u00a0{lo}"
         if lo is None:
-            return f"≤ {hi}"
-        return f"= {lo}" if lo == hi else f"{lo} – {hi}"
+            return f"≤\u00a0{hi}"
+        return f"= {lo}" if lo == hi else f"{lo}{DASH}{hi}"
 
     if isinstance(low, dict) or isinstance(high, dict):
         pick = {
@@ -262,7 +263,7 @@ def _spread(values: list) -> str:
     flags = [v for v in values if isinstance(v, bool)]
     if numeric:
         low, high = numeric[0], numeric[-1]
-        text = fmt(low) if fmt(low) == fmt(high) else f"{fmt(low)} – {fmt(high)}"
+        text = fmt(low) if fmt(low) == fmt(high) else f"{fmt(low)}{DASH}{fmt(high)}"
         return f"{text} ({len(numeric)})"
     if flags:
         held = sum(flags)
@@ -407,7 +408,7 @@ def _seconds(times: list[float]) -> str:
     if not times:
         return "–"
     low, high = min(times), max(times)
-    return f"{low:.0f}" if low == high else f"{low:.0f} – {high:.0f}"
+    return f"{low:.0f}" if low == high else f"{low:.0f}{DASH}{high:.0f}"
 
 
 def output_row(path: Path) -> str:

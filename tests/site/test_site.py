@@ -63,6 +63,11 @@ NOTEBOOK_PAGES = [page for page in PAGES if is_notebook(page)]
 # Extend as chapters arrive: pick a word the page's text uses and few other pages do.
 SEARCH_CASES = [
     ("broadcastable", "book/notation"),
+    ("注意力", "book/glossary"),  # the glossary: either language finds it
+    ("自注意力", "book/glossary"),
+    ("掩码", "book/glossary"),
+    ("perplexity", "book/glossary"),
+    ("unfounded", "book/notes"),
     ("Tatoeba", "book/intro"),
     ("bottleneck", "chapters/01_seq2seq/index"),
     ("Nadaraya", "chapters/02_attention/01_queries_keys_values"),
@@ -96,8 +101,33 @@ const external = performance.getEntriesByType('resource').map(entry => entry.nam
                             .filter(name => !name.startsWith(location.origin));
 const deadControls = Array.from(document.querySelectorAll(DEAD_CONTROLS)).map(
     el => el.className.split(' ').filter(name => name.startsWith('widget-')).join(' '));
+// What a reader sees of the article: its text (scripts and styles left out, folded
+// code included), its figures, inline icons, tables that scroll, clipped widget labels.
+const article = document.querySelector('.bd-article') || document.body;
+const copy = article.cloneNode(true);
+copy.querySelectorAll('script, style').forEach(el => el.remove());
+const text = copy.textContent;
+const figures = Array.from(article.querySelectorAll('.cell_output img'))
+    .filter(img => !img.hasAttribute('data-state'))  // static explorers: own readouts
+    .map(img => {
+        const figure = img.closest('figure');
+        const caption = figure && figure.querySelector('figcaption');
+        return {src: (img.getAttribute('src') || '').slice(0, 60), alt: img.alt,
+                caption: caption ? caption.textContent.trim() : ''};
+    });
+const icons = Array.from(article.querySelectorAll('svg:not(mjx-container svg), img'))
+    .map(el => Math.round(el.getBoundingClientRect().height));
+const notesLinks = Array.from(article.querySelectorAll('a[href]'))
+    .filter(a => new URL(a.href).pathname.endsWith('/book/notes.html')).length;
+const scrollingTables = Array.from(
+    article.querySelectorAll('.pst-scrollable-table-container, table'))
+    .filter(el => el.scrollWidth > el.clientWidth + 1).length;
+const clippedLabels = Array.from(document.querySelectorAll('.widget-html-content'))
+    .filter(el => el.scrollWidth > el.clientWidth + 1
+                  || el.scrollHeight > el.clientHeight + 1)
+    .map(el => el.textContent.trim().slice(0, 40));
 return {math: math.length, untypeset, errors, images, links, views, widgets, external,
-        deadControls,
+        deadControls, text, figures, icons, notesLinks, scrollingTables, clippedLabels,
         title: document.title, mathjax: !!(window.MathJax && window.MathJax.version),
         mathjaxVersion: window.MathJax && window.MathJax.version || null};
 """
@@ -543,3 +573,64 @@ def test_exercise_feedback_uses_marks_that_ordinary_fonts_draw(site, page):
     for emoji in ("\u2705", "\u274c"):
         assert emoji not in html, f"{page}: emoji {emoji} in the page; re-execute it"
     assert "Not implemented yet" not in html, f"{page}: old placeholder; re-execute it"
+
+
+# --- What a reader meets: no test machinery, captioned figures, the notes introduced
+# ---
+
+# Words of the machinery that checks the pages, and MyST roles left unrendered.
+PLUMBING = ["nbval", "noqa", "glue(", "{cite", "{doc}", "{ref}", "{numref}", "{glue",
+            "do not edit", "pytest"]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_test_plumbing_in_the_rendered_text(loaded, page):
+    text = loaded(page).info["text"].lower()
+    found = [word for word in PLUMBING if word in text]
+    assert not found, f"{page}: the reader sees {found}"
+
+
+@pytest.mark.parametrize("page", NOTEBOOK_PAGES)
+def test_every_figure_has_a_caption_and_words_for_alt_text(loaded, page):
+    figures = loaded(page).info["figures"]
+    bare = [f["src"] for f in figures if not f["caption"]]
+    assert not bare, f"{page}: figures without a caption: {bare}"
+    pathlike = re.compile(r"(\.(png|svg|jpe?g)$)|/|^\s*$")
+    alts = [f["alt"] for f in figures if pathlike.search(f["alt"])]
+    assert not alts, f"{page}: alt text that is not words: {alts}"
+
+
+def test_figures_are_found():
+    """Guards the caption test against passing vacuously: 5.2 draws figures."""
+    notebook = json.loads(
+        (ROOT / "chapters/05_transformer/02_training.ipynb").read_text(encoding="utf-8")
+    )
+    images = [o for c in notebook["cells"] for o in c.get("outputs", [])
+              if "image/png" in o.get("data", {})]
+    assert len(images) >= 3
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_a_page_that_mentions_the_notes_links_to_them(loaded, page):
+    info = loaded(page).info
+    mentions = re.search(r"\bthe( course)? notes\b", info["text"], re.I)
+    if page == "book/notes" or not mentions:
+        return
+    assert info["notesLinks"], f"{page} mentions the notes without linking to them"
+
+
+def test_front_page_icons_are_icon_sized(loaded):
+    icons = loaded(PAGES[0]).info["icons"]
+    assert all(height <= 48 for height in icons), f"icons {icons} px tall"
+
+
+@pytest.mark.parametrize("page", ["book/checks", "book/glossary", "book/notes"])
+def test_reference_tables_fit_a_laptop_screen(loaded, page):
+    scrolling = loaded(page).info["scrollingTables"]
+    assert scrolling == 0, f"{page}: {scrolling} tables scroll at 1280 px"
+
+
+@pytest.mark.parametrize("page", NOTEBOOK_PAGES)
+def test_progress_bar_labels_are_not_clipped(loaded, page):
+    clipped = loaded(page).info["clippedLabels"]
+    assert not clipped, f"{page}: widget labels cut off: {clipped}"
