@@ -198,3 +198,22 @@ def test_the_plumbing_rule_catches_a_visible_glue():
     assert len(plumbing_in(nbformat.v4.new_notebook(cells=[cell]))) == 2
     cell.metadata["tags"] = ["remove-cell"]
     assert not plumbing_in(nbformat.v4.new_notebook(cells=[cell]))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_every_figure_has_a_numbered_caption_and_alt_text(path):
+    """A cell that draws a figure names it (myst-nb numbers it), says in a caption what
+    to look at, and describes it in words for a reader who cannot see it."""
+    nb = nbformat.read(path, as_version=4)
+    bare = []
+    for i, cell in enumerate(nb.cells):
+        drawn = any("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
+        if not drawn or "remove-cell" in cell.metadata.get("tags", []):
+            continue
+        meta = cell.metadata.get("mystnb", {})
+        figure, image = meta.get("figure", {}), meta.get("image", {})
+        if not (figure.get("caption") and figure.get("name") and image.get("alt")):
+            bare.append(f"cell {i}: {cell.source[:60]!r}")
+    assert not bare, "add metadata mystnb.figure {caption, name} and image.alt:\n" + (
+        "\n".join(bare)
+    )

@@ -219,10 +219,22 @@ def abouts_in(nb) -> dict[str, str]:
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "claim":
                 about = next((k.value for k in node.keywords if k.arg == "about"), None)
-                if isinstance(about, ast.Constant) and node.args and isinstance(
-                    node.args[0], ast.Constant
-                ):
-                    found[node.args[0].value] = about.value
+                if isinstance(about, ast.JoinedStr):  # about=f"..., {name} size"
+                    about = ast.Constant("".join(
+                        v.value if isinstance(v, ast.Constant) else "{…}"
+                        for v in about.values
+                    ))
+                if not (isinstance(about, ast.Constant) and node.args):
+                    continue
+                first = node.args[0]
+                if isinstance(first, ast.JoinedStr):  # named in a loop, as claims_in
+                    name = "".join(
+                        v.value if isinstance(v, ast.Constant) else "{…}"
+                        for v in first.values
+                    )
+                    found[name] = about.value
+                elif isinstance(first, ast.Constant):
+                    found[first.value] = about.value
     return found
 
 
@@ -238,7 +250,7 @@ def load_runs(path: Path | None) -> tuple[dict, dict]:
 
 def _pattern(name: str) -> re.Pattern:
     """'ch2_speedup_{…}' (a claim named in a loop) -> a regex for the glued names."""
-    return re.compile("^" + ".+".join(map(re.escape, name.split("{…}"))) + "$")
+    return re.compile("^" + "(.+)".join(map(re.escape, name.split("{…}"))) + "$")
 
 
 def _page_number(path: Path) -> str:
@@ -341,8 +353,13 @@ def report(
                     ) or [name]
                 for one in names:
                     seen = [v.get(one) for v in values.values()]
+                    about = abouts.get(name)
+                    match = _pattern(name).match(one) if "{…}" in name else None
+                    if about and match:  # the loop's words for this name
+                        for part in match.groups():
+                            about = about.replace("{…}", part, 1)
                     rows.append(
-                        f"| {_doc(path)} | {_words(one, abouts.get(name))} |"
+                        f"| {_doc(path)} | {_words(one, about)} |"
                         f" {bounds_text(low, high, checked)} | {_spread(seen)} |"
                     )
         if not rows:

@@ -59,9 +59,9 @@ __all__ = [
 # --- counting with named omissions ----------------------------------------------------
 #
 # A count is a polynomial in the sizes, kept as its coefficients over a basis of
-# monomials (e.g. D², DF, D, F). The block is a sum of parts; a typical mistake leaves
-# out a group of parts (the biases, W_o, a LayerNorm, ...), so a wrong answer that
-# equals the true count minus some groups names exactly those groups.
+# monomials (e.g. D², D·Dff, D, Dff). The block is a sum of parts; a typical mistake
+# leaves out a group of parts (the biases, W_o, a LayerNorm, ...), so a wrong answer
+# that equals the true count minus some groups names exactly those groups.
 
 class _Group(NamedTuple):
     parts: frozenset[str]
@@ -73,7 +73,7 @@ def _group(parts: str, description: str) -> _Group:
 
 
 def _poly_text(coefs: tuple[int, ...], basis: tuple[str, ...]) -> str:
-    """Coefficients over ``basis`` as text: (4, 0, 1) over (D², DF, D) is 4D² + D."""
+    """Coefficients over ``basis`` as text: (4, 0, 1) over (D², D·Dff, D) is 4D² + D."""
     terms = [
         monomial if coef == 1 else f"{coef}{monomial}"
         for coef, monomial in zip(coefs, basis)
@@ -140,10 +140,10 @@ def _difference(answer: float, expected: float) -> str:
 
 # --- 1. the parameters of a block -----------------------------------------------------
 
-# (D, H, F): two cases share D and F and differ in H; F ≠ 4D in most, so that a count
-# that assumes F = 4D, or that changes with H, is caught.
+# (D, H, Dff): two cases share D and Dff and differ in H; Dff ≠ 4D in most, so that a
+# count that assumes Dff = 4D, or that changes with H, is caught.
 _BLOCK_CASES = ((8, 2, 32), (12, 3, 20), (512, 8, 2048), (64, 1, 100), (64, 16, 100))
-_PARAM_BASIS = ("D²", "DF", "D", "F")
+_PARAM_BASIS = ("D²", "D·Dff", "D", "Dff")
 
 
 def _param_values(width: int, ffn_hidden: int) -> tuple[int, ...]:
@@ -151,12 +151,12 @@ def _param_values(width: int, ffn_hidden: int) -> tuple[int, ...]:
 
 
 def _block_parts(num_norms: int, cross: bool) -> dict[str, tuple[int, ...]]:
-    """The parts of a block, as coefficients over (D², DF, D, F)."""
+    """The parts of a block, as coefficients over (D², D·Dff, D, Dff)."""
     parts = {
         "qkv": (3, 0, 0, 0), "qkv_bias": (0, 0, 3, 0),  # W_q, W_k, W_v
         "out": (1, 0, 0, 0), "out_bias": (0, 0, 1, 0),  # W_o
-        "w1": (0, 1, 0, 0), "b1": (0, 0, 0, 1),  # FFN D -> F
-        "w2": (0, 1, 0, 0), "b2": (0, 0, 1, 0),  # FFN F -> D
+        "w1": (0, 1, 0, 0), "b1": (0, 0, 0, 1),  # FFN D -> Dff
+        "w2": (0, 1, 0, 0), "b2": (0, 0, 1, 0),  # FFN Dff -> D
     }
     for i in range(1, num_norms + 1):
         parts[f"gain{i}"] = (0, 0, 1, 0)  # LayerNorm γ
@@ -175,7 +175,7 @@ def _block_groups(num_norms: int, cross: bool) -> list[_Group]:
             "qkv_bias out_bias",
             "the attention's four biases (b_q, b_k, b_v and W_o's, D each)",
         ),
-        _group("b1 b2", "the feed-forward network's biases (b_1: F, b_2: D)"),
+        _group("b1 b2", "the feed-forward network's biases (b_1: Dff, b_2: D)"),
         _group("out out_bias", "the output projection W_o (D × D, and its bias D)"),
         _group(
             " ".join(norms),
@@ -192,12 +192,12 @@ def _block_groups(num_norms: int, cross: bool) -> list[_Group]:
         _group(
             "w2 b2",
             "one of the feed-forward network's two layers (you counted the FFN once:"
-            " D → F and F → D, each with a bias)",
+            " D → Dff and Dff → D, each with a bias)",
         ),
         _group(
             "w1 b1",
             "one of the feed-forward network's two layers (you counted the FFN once:"
-            " D → F and F → D, each with a bias)",
+            " D → Dff and Dff → D, each with a bias)",
         ),
     ]
     if cross:
@@ -238,9 +238,9 @@ def _check_block_parameters(fn, decoder: bool) -> Feedback:
     answers = [float(answer) for answer in answers]
     expected = [_meta_parameters(block, d, h, f) for d, h, f in _BLOCK_CASES]
     if answers == expected:
-        formula = "8D² + 2DF + 15D + F" if decoder else "4D² + 2DF + 9D + F"
+        formula = "8D² + 2D·Dff + 15D + Dff" if decoder else "4D² + 2D·Dff + 9D + Dff"
         return Feedback.ok(
-            f"Correct: {formula}, {expected[2]:,.0f} for D = 512, F = 2048, with one"
+            f"Correct: {formula}, {expected[2]:,.0f} for D = 512, Dff = 2048, with one"
             " head or eight."
         )
     other = _encoder_count if decoder else _decoder_count
@@ -264,8 +264,8 @@ def _check_block_parameters(fn, decoder: bool) -> Feedback:
         ),
         (
             lambda d, h, f: own(d, h, 4 * d),
-            "you assumed F = 4D (the paper's 2048 = 4 × 512). Use the ffn_hidden"
-            " argument: the FFN has D·F + F + F·D + D parameters.",
+            "you assumed Dff = 4D (the paper's 2048 = 4 × 512). Use the ffn_hidden"
+            " argument: the FFN has D·Dff + Dff + Dff·D + D parameters.",
         ),
     ]
     for formula, message in specific:
@@ -286,7 +286,7 @@ def _check_block_parameters(fn, decoder: bool) -> Feedback:
     one_head, many_heads = 3, 4  # (64, 1, 100) and (64, 16, 100)
     if answers[one_head] != answers[many_heads]:
         return Feedback.wrong(
-            f"Your count depends on H (D = 64, F = 100: {answers[one_head]:,.0f} with"
+            f"Your count depends on H (D = 64, Dff = 100: {answers[one_head]:,.0f} with"
             f" H = 1, {answers[many_heads]:,.0f} with H = 16). The number of heads only"
             " decides how the D projected features are grouped; it adds no parameters."
         )
@@ -297,7 +297,7 @@ def _check_block_parameters(fn, decoder: bool) -> Feedback:
         if decoder else "self-attention, FFN and two LayerNorms"
     )
     return Feedback.wrong(
-        f"For {_sizes(D=d, H=h, F=f)} you count {answers[bad]:,.0f}; the {name} block"
+        f"For {_sizes(D=d, H=h, Dff=f)} you count {answers[bad]:,.0f}; the {name} block"
         f" has {expected[bad]:,.0f}, {_difference(answers[bad], expected[bad])}. Count"
         f" the {parts}, every weight and every bias."
     )
@@ -309,14 +309,14 @@ def check_encoder_block_parameters(fn) -> Feedback:
     of one :class:`~attention_lib.TransformerEncoderBlock`, against the library's
     module.
 
-    The answer is 4D² + 2DF + 9D + F: multi-head attention (4D² + 4D), the FFN
-    (2DF + F + D) and two LayerNorms (2D each), whatever H is. Five (D, H, F), two with
-    the same D and F and different H, so that a count that misses the biases, the
-    LayerNorms' gains and biases, W_o or one FFN layer, assumes F = 4D, or depends on H
-    is named.
+    The answer is 4D² + 2D·Dff + 9D + Dff: multi-head attention (4D² + 4D), the FFN
+    (2D·Dff + Dff + D) and two LayerNorms (2D each), whatever H is. Five (D, H, Dff),
+    two with the same D and Dff and different H, so that a count that misses the
+    biases, the LayerNorms' gains and biases, W_o or one FFN layer, assumes Dff = 4D, or
+    depends on H is named.
 
     Shapes:
-        fn: (int D, int H, int F) -> one number
+        fn: (int D, int H, int Dff) -> one number
 
     Taught in ``chapters/05_transformer/05_exercises.ipynb``.
     """
@@ -329,13 +329,13 @@ def check_decoder_block_parameters(fn) -> Feedback:
     of one :class:`~attention_lib.TransformerDecoderBlock`, against the library's
     module.
 
-    The answer is 8D² + 2DF + 15D + F: two multi-head attentions (self and cross,
-    4D² + 4D each), the FFN (2DF + F + D) and three LayerNorms (2D each). Recognises
-    the encoder's count, a missing cross-attention (or its W_k and W_v), a missing
-    LayerNorm, missing biases, a count that depends on H.
+    The answer is 8D² + 2D·Dff + 15D + Dff: two multi-head attentions (self and cross,
+    4D² + 4D each), the FFN (2D·Dff + Dff + D) and three LayerNorms (2D each).
+    Recognises the encoder's count, a missing cross-attention (or its W_k and W_v), a
+    missing LayerNorm, missing biases, a count that depends on H.
 
     Shapes:
-        fn: (int D, int H, int F) -> one number
+        fn: (int D, int H, int Dff) -> one number
 
     Taught in ``chapters/05_transformer/05_exercises.ipynb``.
     """
@@ -344,12 +344,13 @@ def check_decoder_block_parameters(fn) -> Feedback:
 
 # --- 2. the work per token ------------------------------------------------------------
 
-# (L, D, H, F): the reader's formula takes (L, D, F); H only builds the library's block.
+# (L, D, H, Dff): the reader's formula takes (L, D, Dff); H only builds the library's
+# block.
 _MAC_CASES = (
     (5, 12, 3, 20), (7, 8, 2, 32), (100, 512, 8, 2048), (30, 64, 4, 100),
     (9, 64, 16, 256),
 )
-_MAC_BASIS = ("D²", "LD", "DF")
+_MAC_BASIS = ("D²", "LD", "D·Dff")
 _MAC_PARTS = {
     "qkv": (3, 0, 0), "out": (1, 0, 0), "scores": (0, 1, 0), "mix": (0, 1, 0),
     "w1": (0, 0, 1), "w2": (0, 0, 1),
@@ -364,7 +365,7 @@ _MAC_GROUPS = [
         f"the attention's own work, {_SCORES}; you counted the weight matrices only",
     ),
     _group("scores", f"one of the attention's two L·D terms: {_SCORES}"),
-    _group("w2", "one of the FFN's two layers (D × F, then F × D)"),
+    _group("w2", "one of the FFN's two layers (D × Dff, then Dff × D)"),
     _group("out", "the output projection W_o (D × D)"),
     _group("qkv", "the projections W_q, W_k, W_v (D × D each)"),
 ]
@@ -389,15 +390,15 @@ def check_encoder_block_macs(fn) -> Feedback:
     PyTorch's ``FlopCounterMode`` counts in the library's block (halved: it counts 2
     FLOPs per multiply-add).
 
-    The answer is 4D² + 2LD + 2DF: the four projections, the scores and the weighted
+    The answer is 4D² + 2LD + 2D·Dff: the four projections, the scores and the weighted
     sum of the values (L·D each per token), and the FFN's two layers; softmax,
     LayerNorm, biases and ReLU are O(L + D) per token and not counted. Recognises the
     attention's L·D terms left out (one or both), the FFN counted once, a missing W_o,
     FLOPs instead of multiply-adds, the whole sequence instead of one token, L²·D per
-    token, and F = 4D assumed.
+    token, and Dff = 4D assumed.
 
     Shapes:
-        fn: (int L, int D, int F) -> one number
+        fn: (int L, int D, int Dff) -> one number
 
     Taught in ``chapters/05_transformer/05_exercises.ipynb``.
     """
@@ -409,8 +410,8 @@ def check_encoder_block_macs(fn) -> Feedback:
     expected = [_block_macs_per_token(*case) for case in _MAC_CASES]
     if answers == expected:
         return Feedback.ok(
-            f"Correct: 4D² + 2LD + 2DF, {expected[2]:,.0f} multiply-adds per token for"
-            " L = 100, D = 512, F = 2048. The attention's share grows with L."
+            f"Correct: 4D² + 2LD + 2D·Dff, {expected[2]:,.0f} multiply-adds per token"
+            " for L = 100, D = 512, Dff = 2048. The attention's share grows with L."
         )
 
     def right(length, width, ffn):
@@ -435,7 +436,7 @@ def check_encoder_block_macs(fn) -> Feedback:
         ),
         (
             lambda l, d, f: right(l, d, 4 * d),
-            "you assumed F = 4D: use the ffn_hidden argument, the FFN costs 2DF.",
+            "you assumed Dff = 4D: use the ffn_hidden argument, the FFN costs 2D·Dff.",
         ),
     ]
     for formula, message in specific:
@@ -450,7 +451,7 @@ def check_encoder_block_macs(fn) -> Feedback:
     bad = next(i for i, (a, e) in enumerate(zip(answers, expected)) if a != e)
     length, width, ffn = cases[bad]
     return Feedback.wrong(
-        f"For {_sizes(L=length, D=width, F=ffn)} you count {answers[bad]:,.0f}"
+        f"For {_sizes(L=length, D=width, Dff=ffn)} you count {answers[bad]:,.0f}"
         f" multiply-adds per token; the block does {expected[bad]:,.0f}. Count every"
         " matrix product one token takes part in: four projections, its scores and"
         " its weighted sum of the values, the FFN's two layers."
@@ -801,7 +802,7 @@ def check_smoothed_loss(fn) -> Feedback:
 
 # --- 5. one residual sublayer ---------------------------------------------------------
 
-_SUBLAYER_SIZES = (2, 3, 6, 10)  # (B, L, D, F): every size differs
+_SUBLAYER_SIZES = (2, 3, 6, 10)  # (B, L, D, Dff): every size differs
 
 
 def _sublayer_setup() -> tuple[Tensor, nn.Module, nn.LayerNorm]:

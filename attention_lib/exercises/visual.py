@@ -9,7 +9,7 @@ descriptors, :class:`~attention_lib.vision.ChannelAttention`,
 :class:`~attention_lib.vision.PatchEmbedding`'s convolution equals;
 :func:`~attention_lib.digits.box_mask` for boxes) and, when the answer is wrong,
 recomputes the typical mistakes to name the one made: pooling over the wrong axis (the
-seed's "global pooling" read as pooling over space), the average and the maximum
+notes' "global pooling" read as pooling over space), the average and the maximum
 swapped, a sigmoid missing or applied to each branch, SE's gate for CBAM's, a grid read
 column by column, a reshape without a permute, patches flattened channels last, biases
 forgotten in a count, argmin for argmax, rows and columns swapped, a box's exclusive
@@ -159,7 +159,7 @@ def _spatial_diagnosis(shape, batch, channels, height, width) -> str | None:
                 f"{given}: you pooled over space. The spatial gate needs a map, one"
                 " number per pixel: pool over the channel axis at every pixel,"
                 " x.mean(dim=1, keepdim=True) and x.amax(dim=1, keepdim=True). The"
-                " seed's \"global pooling\" means pooling over all channels, not over"
+                " notes' \"global pooling\" means pooling over all channels, not over"
                 " the image (that is the channel gate's descriptor)."
             )
         if shape[1:] == (1, height, width):

@@ -52,6 +52,8 @@ ASSETS = [
     # Ours: the book's layout rules (code width, narrow screens), loaded after the
     # theme's CSS.
     (VENDOR.parent / "_static" / "book.css", "book.css", ()),
+    # Ours: search results show mathematics as plain text, not TeX.
+    (VENDOR.parent / "_static" / "search-math.js", "search-math.js", ()),
 ]
 
 
@@ -104,6 +106,7 @@ def _drop_duplicate_scripts(
 
 def setup(app: Sphinx) -> dict:
     app.add_css_file("vendor/book.css", priority=900)
+    app.add_js_file("vendor/search-math.js", priority=900)
     app.connect("builder-inited", _check_installed)
     # after myst-nb's
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)

@@ -634,3 +634,16 @@ def test_reference_tables_fit_a_laptop_screen(loaded, page):
 def test_progress_bar_labels_are_not_clipped(loaded, page):
     clipped = loaded(page).info["clippedLabels"]
     assert not clipped, f"{page}: widget labels cut off: {clipped}"
+
+
+def test_search_snippets_show_mathematics_as_text(browser, base_url):
+    browser.get(urljoin(base_url, "search.html?q=softmax"))
+    assert _wait(lambda: browser.execute_script(
+        "return document.querySelectorAll('#search-results p.context').length > 3"), 30)
+    time.sleep(1)  # the remaining snippets
+    snippets = browser.execute_script(
+        "return Array.from(document.querySelectorAll('#search-results p.context'))"
+        ".map(p => p.textContent)")
+    assert not [s for s in snippets if "\\(" in s or "\\times" in s], snippets
+    assert browser.execute_script(
+        "return bookDetex('size \\\\(D_s \\\\times V\\\\) here')") == "size Ds × V here"
