@@ -126,8 +126,15 @@ const clippedLabels = Array.from(document.querySelectorAll('.widget-html-content
     .filter(el => el.scrollWidth > el.clientWidth + 1
                   || el.scrollHeight > el.clientHeight + 1)
     .map(el => el.textContent.trim().slice(0, 40));
+const codeBlocks = Array.from(document.querySelectorAll('div.cell_input pre')).map(
+  pre => ({
+    longest: Math.max(...pre.textContent.split('\\n').map(line => line.length)),
+    scrolls: pre.scrollWidth > pre.clientWidth,
+    start: pre.textContent.slice(0, 60)}));
+const width = window.outerWidth;
 return {math: math.length, untypeset, errors, images, links, views, widgets, external,
         deadControls, text, figures, icons, notesLinks, scrollingTables, clippedLabels,
+        codeBlocks, width,
         title: document.title, mathjax: !!(window.MathJax && window.MathJax.version),
         mathjaxVersion: window.MathJax && window.MathJax.version || null};
 """
@@ -424,22 +431,13 @@ def test_page_does_not_scroll_sideways_400px_wide(narrow_window, base_url, page)
     )
 
 
-# Each code cell's source block: its longest line, and whether the block has to scroll.
-_CODE_BLOCKS = """
-return Array.from(document.querySelectorAll('div.cell_input pre')).map(pre => ({
-    longest: Math.max(...pre.textContent.split('\\n').map(line => line.length)),
-    scrolls: pre.scrollWidth > pre.clientWidth,
-    start: pre.textContent.slice(0, 60)}));
-"""
-
-
 @pytest.mark.parametrize("page", NOTEBOOK_PAGES)
-def test_code_cells_show_88_characters_without_scrolling(browser, base_url, page):
-    """At 1280 px (a laptop) a code line of up to 88 characters shows whole, not cut."""
-    size = browser.get_window_size()
-    assert size["width"] == 1280, size
-    load(browser, urljoin(base_url, quote(f"{page}.html")))
-    blocks = browser.execute_script(_CODE_BLOCKS)
+def test_code_cells_show_88_characters_without_scrolling(loaded, page):
+    """At 1280 px (a laptop) a code line of up to 88 characters shows whole, not cut.
+    (Each code cell's source block: its longest line, and whether it has to scroll.)"""
+    info = loaded(page).info
+    assert info["width"] == 1280, info["width"]
+    blocks = info["codeBlocks"]
     assert blocks, f"{page}: no code cells found (selector div.cell_input pre)"
     cut = [b["start"] for b in blocks if b["scrolls"] and b["longest"] <= 88]
     assert (
