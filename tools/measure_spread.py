@@ -142,6 +142,16 @@ def bounds_text(low, high, checked=True) -> str:
     return text
 
 
+def _text(node) -> str:
+    """A string literal, or an f-string with "{…}" for each hole: f"ch3_{key}_ratio"
+    reads "ch3_{…}_ratio", a pattern the glued names of a loop match."""
+    if isinstance(node, ast.JoinedStr):
+        return "".join(
+            v.value if isinstance(v, ast.Constant) else "{…}" for v in node.values
+        )
+    return ast.literal_eval(node)
+
+
 def claims_in(nb) -> list[tuple[str, object, object, object]]:
     """(name, low, high, checked) of every ``claim("name", value, low=..., high=...)``
     call with literal arguments (or ``by_device(...)`` of literals)."""
@@ -165,15 +175,7 @@ def claims_in(nb) -> list[tuple[str, object, object, object]]:
                 and getattr(node.func, "id", None) == "claim"
                 and node.args
             ):
-                first = node.args[0]
-                # f"ch3_{key}_..." : keep the pattern readable
-                if isinstance(first, ast.JoinedStr):
-                    name = "".join(
-                        v.value if isinstance(v, ast.Constant) else "{…}"
-                        for v in first.values
-                    )
-                else:
-                    name = ast.literal_eval(first)
+                name = _text(node.args[0])
                 kw = {
                     k.arg: _literal(k.value, names)
                     for k in node.keywords
@@ -219,22 +221,8 @@ def abouts_in(nb) -> dict[str, str]:
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "claim":
                 about = next((k.value for k in node.keywords if k.arg == "about"), None)
-                if isinstance(about, ast.JoinedStr):  # about=f"..., {name} size"
-                    about = ast.Constant("".join(
-                        v.value if isinstance(v, ast.Constant) else "{…}"
-                        for v in about.values
-                    ))
-                if not (isinstance(about, ast.Constant) and node.args):
-                    continue
-                first = node.args[0]
-                if isinstance(first, ast.JoinedStr):  # named in a loop, as claims_in
-                    name = "".join(
-                        v.value if isinstance(v, ast.Constant) else "{…}"
-                        for v in first.values
-                    )
-                    found[name] = about.value
-                elif isinstance(first, ast.Constant):
-                    found[first.value] = about.value
+                if isinstance(about, (ast.Constant, ast.JoinedStr)) and node.args:
+                    found[_text(node.args[0])] = _text(about)
     return found
 
 
@@ -344,18 +332,16 @@ def report(
             kept_claims[section] = {k: v for k, v in values.items() if k != "committed"}
             abouts = abouts_in(nb)
             for name, low, high, checked in claims:
-                names = [name]
-                if "{…}" in name:
-                    pattern = _pattern(name)
-                    names = sorted(
-                        {n for v in values.values() for n in v
-                         if pattern.match(n) and "{…}" not in n}
-                    ) or [name]
+                pattern = _pattern(name)  # one name, or a loop's names
+                names = sorted(
+                    {n for v in values.values() for n in v
+                     if pattern.match(n) and "{…}" not in n}
+                ) or [name]
                 for one in names:
                     seen = [v.get(one) for v in values.values()]
                     about = abouts.get(name)
-                    match = _pattern(name).match(one) if "{…}" in name else None
-                    if about and match:  # the loop's words for this name
+                    match = pattern.match(one)
+                    if about and match:  # a loop's words: its holes filled in
                         for part in match.groups():
                             about = about.replace("{…}", part, 1)
                     rows.append(
