@@ -1,7 +1,7 @@
 """Structure of the committed notebooks (nbval re-runs their code; these check the
 rest)."""
-import re
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
