@@ -67,7 +67,7 @@ thread-check: $(STAMP)
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest chapters $(NBVAL)
 
 bench: $(STAMP)
-	$(PY) bench/run_all.py
+	$(PY) -m bench.run_all
 
 clean:
 	rm -rf _build

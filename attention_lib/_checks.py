@@ -6,11 +6,13 @@ around them.
 """
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import operator
 
 import numpy as np
+import torch
 from torch import Tensor
 
 
@@ -116,3 +118,215 @@ def check_str_list(name: str, values) -> list[str]:
                 f" {describe(value)}"
             )
     return values
+
+
+# --- tensors at the library's boundary ----------------------------------------------
+# Public entry points call these once; everything inside runs unchecked. Checks that
+# read a tensor's values (a host sync on a GPU) step aside while torch.compile or
+# torch.export traces the code, so that the traced graph keeps its dimensions dynamic.
+
+
+def tracing() -> bool:
+    """Whether torch.compile or torch.export is tracing the code now."""
+    return torch.compiler.is_compiling() or torch.compiler.is_exporting()
+
+
+def _as_tensor_hint(value) -> str:
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return " (convert it with torch.as_tensor(...))"
+    return ""
+
+
+def check_float(name: str, t, shape: str, min_dim: int = 1, max_dim: int | None = None,
+                size: int | None = None, like: Tensor | None = None,
+                like_name: str = "", floating: bool = True) -> None:
+    """A floating-point tensor with ``min_dim`` to ``max_dim`` dimensions (``shape``
+    names the expected layout in the message), last dimension ``size`` when given, and
+    the dtype and device of ``like`` when given."""
+    if not isinstance(t, Tensor):
+        raise TypeError(
+            f"{name} must be a torch.Tensor, got {describe(t)}{_as_tensor_hint(t)}"
+        )
+    if floating and not t.dtype.is_floating_point:
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
+    max_dim = min_dim if max_dim is None else max_dim
+    if not min_dim <= t.dim() <= max_dim or (size is not None and t.shape[-1] != size):
+        raise ValueError(f"{name} must have shape {shape}, got {tuple(t.shape)}")
+    if like is not None:
+        check_like(name, t, like, like_name)
+
+
+def check_like(name: str, t: Tensor, like: Tensor, like_name: str) -> None:
+    """``t`` has the dtype and device of ``like`` (another input, or a layer's
+    parameters)."""
+    if t.dtype != like.dtype:
+        if like_name.endswith("parameters"):
+            verb = "have" if name.endswith("s") else "has"
+            raise TypeError(
+                f"{name} {verb} dtype {t.dtype} but {like_name} have {like.dtype}; call"
+                f" layer.to({t.dtype}) or convert the inputs"
+            )
+        raise TypeError(
+            f"{name} has dtype {t.dtype} but {like_name} has dtype {like.dtype};"
+            f" convert them to one dtype (e.g. {name}.to({like_name}.dtype))"
+        )
+    if t.device != like.device:
+        raise ValueError(f"{name} is on {t.device} but {like_name} is on {like.device}")
+
+
+def check_batch(name: str, t: Tensor, batch_shape: tuple, reference: str) -> None:
+    """``t``'s leading dimensions (all but the last two) equal ``batch_shape``."""
+    if tuple(t.shape[:-2]) != tuple(batch_shape) or t.dim() != len(batch_shape) + 2:
+        raise ValueError(
+            f"{name} must have the same leading (batch) dimensions as {reference}:"
+            f" expected {tuple(batch_shape)} + (L, size), got {tuple(t.shape)}"
+        )
+
+
+def check_lengths(name: str, valid_lens, num_kv: int, batch_size: int | None = None,
+                  num_queries: int | None = None, per_query: bool = True) -> None:
+    """``valid_lens``: an integer tensor of shape (B,) (or (B, Lq) when ``per_query``),
+    each length in ``[0, num_kv]``. Lists and NumPy arrays are refused with a hint:
+    lengths live on the model's device next to the scores."""
+    known = [f"B={batch_size}"] * (batch_size is not None) + [f"Lq={num_queries}"] * (
+        per_query and num_queries is not None)
+    expected = ("(B,) or (B, Lq)" if per_query else "(B,)") + (
+        f" with {', '.join(known)}" if known else "")
+    if not isinstance(valid_lens, Tensor):
+        raise TypeError(
+            f"{name} must be a torch.Tensor of integer lengths with shape {expected}, "
+            f"got {describe(valid_lens)}{_as_tensor_hint(valid_lens)}"
+        )
+    if valid_lens.dtype.is_floating_point or valid_lens.dtype == torch.bool or (
+            valid_lens.is_complex()):
+        raise TypeError(f"{name} must hold integers, got dtype {valid_lens.dtype}")
+    shape = tuple(valid_lens.shape)
+    if valid_lens.dim() not in ((1, 2) if per_query else (1,)) or (
+            batch_size is not None and shape[0] != batch_size):
+        raise ValueError(f"{name} must have shape {expected}, got {shape}")
+    if num_queries is not None and valid_lens.dim() == 2 and shape[1] != num_queries:
+        raise ValueError(
+            f"{name} of shape (B, Lq) must have Lq={num_queries}, got {shape}"
+        )
+    if valid_lens.numel() and not tracing():
+        low, high = valid_lens.aminmax()
+        if low < 0 or high > num_kv:
+            raise ValueError(
+                f"{name} must lie in [0, {num_kv}] (the number of keys), got values"
+                f" from {int(low)} to {int(high)}"
+            )
+
+
+def check_mask(mask, scores_shape: tuple, name: str = "mask") -> None:
+    """A bool tensor (True = may attend) that broadcasts to the scores' shape, no
+    larger."""
+    scores_shape = tuple(scores_shape)
+    if not isinstance(mask, Tensor):
+        raise TypeError(
+            f"{name} must be a bool torch.Tensor (True = may attend) broadcastable to"
+            f" the scores' shape {scores_shape} (..., Lq, Lk), got {describe(mask)}"
+            f"{_as_tensor_hint(mask)}"
+        )
+    if mask.dtype != torch.bool:
+        raise TypeError(
+            f"{name} must be a bool tensor (True = may attend), got dtype {mask.dtype}"
+        )
+    try:
+        if tuple(torch.broadcast_shapes(mask.shape, scores_shape)) != scores_shape:
+            raise RuntimeError  # a mask with extra dims would silently grow the output
+    except RuntimeError:
+        raise ValueError(
+            f"{name} of shape {tuple(mask.shape)} does not broadcast to the scores'"
+            f" shape {scores_shape} (..., Lq, Lk)"
+        ) from None
+
+
+def check_tokens(name: str, tokens, vocab_size: int | None = None) -> None:
+    """A (B, L) tensor of token indices (torch.long), not empty, each in
+    ``[0, vocab_size)`` when the vocabulary size is given."""
+    if not (isinstance(tokens, Tensor) and tokens.dtype == torch.long
+            and tokens.dim() == 2):
+        got = (f"{tokens.dtype} {tuple(tokens.shape)}" if isinstance(tokens, Tensor)
+               else describe(tokens))
+        raise TypeError(
+            f"{name} must be a (B, L) tensor of token indices (torch.long), got {got}"
+        )
+    if tokens.numel() == 0:
+        raise ValueError(
+            f"{name} must hold at least one sentence of at least one token, "
+            f"got shape {tuple(tokens.shape)}"
+        )
+    if vocab_size is not None and not tracing():
+        low, high = tokens.aminmax()
+        if low < 0 or high >= vocab_size:
+            raise ValueError(
+                f"{name} must hold token indices in [0, {vocab_size}) (the vocabulary's"
+                f" size), got values from {int(low)} to {int(high)}"
+            )
+
+
+def check_qkv(queries, keys, values, min_dim: int = 3, same_size: bool = True) -> None:
+    """Queries (..., Lq, D), keys (..., Lk, D) and values (..., Lk, Dv): floating
+    point, one dtype and device, the same leading (batch) dimensions, keys and values
+    in pairs, and (``same_size``) queries and keys of one size D."""
+    layout = "(B, L, size) (or (B, ..., L, size))" if min_dim >= 3 else "(..., L, size)"
+    check_float("queries", queries, layout, min_dim, 64)
+    for name, t, like in (("keys", keys, "queries"), ("values", values, "keys")):
+        check_float(name, t, layout, min_dim, 64, like={"queries": queries,
+                                                        "keys": keys}[like],
+                    like_name=like)
+        check_batch(name, t, queries.shape[:-2], "queries")
+    if same_size and queries.shape[-1] != keys.shape[-1]:
+        raise ValueError(
+            "dot-product scores need queries and keys of one size D: queries have"
+            f" shape {tuple(queries.shape)} (B, Lq, D), so keys must have shape"
+            f" (B, Lk, {queries.shape[-1]}), got {tuple(keys.shape)}"
+        )
+    if keys.shape[-2] != values.shape[-2]:
+        raise ValueError(
+            f"keys and values must come in pairs: keys have Lk={keys.shape[-2]} (shape"
+            f" {tuple(keys.shape)}), so values must have shape (B, {keys.shape[-2]},"
+            f" Dv), got {tuple(values.shape)}"
+        )
+
+
+def check_scale(scale) -> float | None:
+    """None (meaning 1/√D) or a number."""
+    if scale is None:
+        return None
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        raise TypeError(f"scale must be a number or None (meaning 1/√D), got {scale!r}")
+    return float(scale)
+
+
+def check_src_lengths(src: Tensor, src_valid_lens) -> None:
+    """One integer length per sentence of ``src`` (B, Lk, ...), each in [0, Lk]."""
+    check_lengths("src_valid_lens", src_valid_lens, src.shape[1], src.shape[0],
+                  per_query=False)
+
+
+def check_sizes(named: list) -> None:
+    """Each (name, tensor, size, size_name): the tensor's last dimension is ``size``,
+    the constructor argument ``size_name``."""
+    for name, t, size, size_name in named:
+        if t.shape[-1] != size:
+            raise ValueError(
+                f"{name} must have last dimension {size_name}={size}, got shape"
+                f" {tuple(t.shape)}"
+            )
+
+
+def checked_by(check):
+    """Decorate a function of the mathematics with the check of its arguments: the
+    public function runs ``check(*args, **kwargs)`` first; the undecorated function,
+    ``fn.__wrapped__``, is for code inside the library that checked them already."""
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            check(*args, **kwargs)
+            return fn(*args, **kwargs)
+
+        return checked
+
+    return decorate

@@ -38,10 +38,19 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._checks import describe
-from .masking import _combine_masks, _zero_rows_without_keys, masked_softmax
+from ._checks import (
+    check_float,
+    check_like,
+    check_qkv,
+    check_scale,
+    check_sizes,
+    checked_by,
+    tracing,
+)
+from .masking import allowed_keys, check_masks, softmax_lse
 
 __all__ = [
+    "softmax_attention",
     "dot_product_scores",
     "additive_scores",
     "attention_pooling",
@@ -52,96 +61,86 @@ __all__ = [
 ]
 
 
-# --- input checks: every bad shape, dtype or device gets a message naming what was
-# expected ---------
+# --- the kernel: unchecked, mask in ---------------------------------------------------
 
-def _shape(t: Tensor) -> tuple:
-    return tuple(t.shape)
+def softmax_attention(
+    queries: Tensor,
+    keys: Tensor,
+    values: Tensor,
+    mask: Tensor | None = None,
+    scale: float | None = None,
+    dropout_p: float = 0.0,
+    *,
+    lse: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """softmax(Q Kᵀ · scale) V, written out: the library's one attention kernel.
 
+    Unchecked (the public functions check their arguments once and call it). ``mask``
+    is True where a query may attend; ``scale=None`` means 1/√D. Returns the output and
+    the weights (before dropout), or with ``lse=True`` the output and each query's
+    log-sum-exp of scores, which lets partial results over disjoint keys merge
+    (:func:`~attention_lib.efficient.merge_partials`). A query with no key to attend
+    to gets weights 0, output 0 and log-sum-exp −∞.
 
-def _check_tensor(name: str, t) -> None:
-    if not isinstance(t, Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {describe(t)}")
-    if not t.dtype.is_floating_point:
-        raise TypeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
-    if t.dim() < 3:
-        raise ValueError(
-            f"{name} must have shape (B, L, size) (or (B, ..., L, size)), got"
-            f" {_shape(t)}"
-        )
+    Shapes:
+        queries: (..., Lq, D);  keys: (..., Lk, D);  values: (..., Lk, Dv)
+        mask:    bool, broadcastable to (..., Lq, Lk), optional
+        returns: output (..., Lq, Dv), and weights (..., Lq, Lk) or lse (..., Lq, 1)
 
-
-def _check_same_kind(names_tensors) -> None:
-    (first_name, first), *rest = names_tensors
-    for name, t in rest:
-        if t.dtype != first.dtype:
-            raise TypeError(
-                f"{name} has dtype {t.dtype} but {first_name} has dtype {first.dtype}; "
-                f"convert them to one dtype (e.g. {name}.to({first_name}.dtype))"
-            )
-        if t.device != first.device:
-            raise ValueError(
-                f"{name} is on {t.device} but {first_name} is on {first.device}"
-            )
-        if t.dim() != first.dim() or t.shape[:-2] != first.shape[:-2]:
-            raise ValueError(
-                f"{name} must have the same leading (batch) dimensions as {first_name}:"
-                f" expected {_shape(first)[:-2]} + (L, size), got {_shape(t)}"
-            )
+    Taught in ``chapters/02_attention/04_vectorised_attention.ipynb``.
+    """
+    scale = 1 / math.sqrt(queries.shape[-1]) if scale is None else scale
+    attn_scores = (queries * scale) @ keys.transpose(-2, -1)  # (..., Lq, Lk)
+    output, attn_weights, log_sum_exp = _pool(attn_scores, values, mask, dropout_p,
+                                              overwrite=True)
+    return output, (log_sum_exp if lse else attn_weights)
 
 
-def _check_qk(queries: Tensor, keys: Tensor, same_size: bool = True) -> None:
-    _check_tensor("queries", queries)
-    _check_tensor("keys", keys)
-    _check_same_kind([("queries", queries), ("keys", keys)])
-    if same_size and queries.shape[-1] != keys.shape[-1]:
-        raise ValueError(
-            "dot-product scores need queries and keys of one size D: queries have"
-            f" shape {_shape(queries)} (B, Lq, D), so keys must have shape (B, Lk,"
-            f" {queries.shape[-1]}), got {_shape(keys)}"
-        )
+def _pool(attn_scores, values, mask, dropout_p, overwrite=False):
+    """Masked softmax, dropout on the weights used, weighted average (unchecked).
+    Returns output (..., Lq, Dv), weights (..., Lq, Lk) before dropout, lse."""
+    attn_weights, log_sum_exp = softmax_lse(attn_scores, mask, overwrite=overwrite)
+    used = F.dropout(attn_weights, dropout_p) if dropout_p > 0 else attn_weights
+    return used @ values, attn_weights, log_sum_exp  # (..., Lq, Dv)
 
 
-def _check_kv(keys: Tensor, values: Tensor) -> None:
-    _check_tensor("values", values)
-    _check_same_kind([("keys", keys), ("values", values)])
-    if keys.shape[-2] != values.shape[-2]:
-        raise ValueError(
-            f"keys and values must come in pairs: keys have Lk={keys.shape[-2]} (shape"
-            f" {_shape(keys)}), so values must have shape (B, {keys.shape[-2]}, Dv),"
-            f" got {_shape(values)}"
-        )
+def fused_attention(
+    queries: Tensor,
+    keys: Tensor,
+    values: Tensor,
+    mask: Tensor | None = None,
+    scale: float | None = None,
+    dropout_p: float = 0.0,
+) -> Tensor:
+    """The fast path: PyTorch's fused ``scaled_dot_product_attention``, which never
+    builds the (Lq, Lk) weights in full, with the library's rule for a query with no
+    key to attend to (output 0, never NaN). Unchecked, like :func:`softmax_attention`.
+
+    Shapes:
+        as :func:`softmax_attention`; returns: output (..., Lq, Dv)
+    """
+    if mask is not None and mask.dim() < 2:
+        mask = mask.unsqueeze(0)  # (Lk,) -> (1, Lk): SDPA wants two dimensions
+    output = F.scaled_dot_product_attention(
+        queries, keys, values, attn_mask=mask, dropout_p=dropout_p, scale=scale
+    )  # (..., Lq, Dv)
+    if mask is None:
+        return output
+    row_has_key = mask.any(dim=-1, keepdim=True)  # (..., Lq or 1, 1)
+    # On a CPU, asking whether every row has a key costs nothing, and skips a pass.
+    if tracing() or output.device.type != "cpu" or not bool(row_has_key.all()):
+        output = torch.where(row_has_key, output, 0.0)
+    return output
 
 
-def _check_values_for_scores(attn_scores: Tensor, values: Tensor) -> None:
-    if not isinstance(values, Tensor):
-        raise TypeError(f"values must be a torch.Tensor, got {describe(values)}")
-    if (
-        isinstance(attn_scores, Tensor)
-        and attn_scores.dim() >= 2
-        and (
-            values.dim() != attn_scores.dim()
-            or values.shape[:-2] != attn_scores.shape[:-2]
-            or values.shape[-2] != attn_scores.shape[-1]
-        )
-    ):
-        raise ValueError(
-            "values must have shape"
-            f" {_shape(attn_scores)[:-2] + (attn_scores.shape[-1],)} + (Dv,) to match"
-            f" scores of shape {_shape(attn_scores)} (B, Lq, Lk), got {_shape(values)}"
-        )
+# --- the mathematics, checked ---------------------------------------------------------
+
+def _check_scores(queries, keys, scale=None) -> None:
+    check_qkv(queries, keys, keys)
+    check_scale(scale)
 
 
-def _resolve_scale(scale: float | None, size: int) -> float:
-    if scale is None:
-        return 1.0 / math.sqrt(size)
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
-        raise TypeError(f"scale must be a number or None (meaning 1/√D), got {scale!r}")
-    return float(scale)
-
-
-# --- the mathematics ------------------------------------------------------------------
-
+@checked_by(_check_scores)
 def dot_product_scores(
     queries: Tensor, keys: Tensor, scale: float | None = None
 ) -> Tensor:
@@ -158,8 +157,8 @@ def dot_product_scores(
 
     Taught in ``chapters/02_attention/03_scoring_functions.ipynb``.
     """
-    _check_qk(queries, keys)
-    scale = _resolve_scale(scale, queries.shape[-1])
+    if scale is None:
+        scale = 1 / math.sqrt(queries.shape[-1])
     # Scale the queries (Lq·D numbers), not the scores (Lq·Lk numbers): same result,
     # less work.
     return (queries * scale) @ keys.transpose(-2, -1)  # (B, Lq, Lk)
@@ -183,18 +182,23 @@ def additive_scores(
 
     Taught in ``chapters/02_attention/03_scoring_functions.ipynb``.
     """
-    _check_qk(projected_queries, projected_keys)
-    if (
-        not isinstance(w_v, Tensor)
-        or w_v.dim() not in (1, 2)
-        or w_v.shape[-1] != projected_queries.shape[-1]
-        or (w_v.dim() == 2 and w_v.shape[0] != 1)
-    ):
-        got = _shape(w_v) if isinstance(w_v, Tensor) else type(w_v).__name__
+    check_qkv(projected_queries, projected_keys, projected_keys)
+    size = projected_queries.shape[-1]
+    if not isinstance(w_v, Tensor) or w_v.reshape(-1).shape != (size,) or w_v.dim() > 2:
         raise ValueError(
-            f"w_v must have shape ({projected_queries.shape[-1]},) or (1, "
-            f"{projected_queries.shape[-1]}) (Da, the projected size), got {got}"
+            f"w_v must have shape ({size},) or (1, {size}) (Da, the projected size),"
+            f" got {_shape_of(w_v)}"
         )
+    return _additive_scores(projected_queries, projected_keys, w_v)
+
+
+def _shape_of(value) -> str:
+    if isinstance(value, Tensor):
+        return str(tuple(value.shape))
+    return type(value).__name__
+
+
+def _additive_scores(projected_queries, projected_keys, w_v) -> Tensor:
     # Every query with every key: broadcast (B, Lq, 1, Da) + (B, 1, Lk, Da).
     features = torch.tanh(
         projected_queries.unsqueeze(-2) + projected_keys.unsqueeze(-3)
@@ -202,6 +206,19 @@ def additive_scores(
     return features @ w_v.reshape(-1)  # (B, Lq, Lk)
 
 
+def _check_pooling(attn_scores, values, valid_lens=None, mask=None, dropout_p=0.0):
+    check_float("attn_scores", attn_scores, "(B, ..., Lq, Lk)", 2, 64)
+    shape = tuple(attn_scores.shape)
+    check_float("values", values, f"{shape[:-2] + (shape[-1],)} + (Dv,)", 2, 64)
+    if values.shape[:-2] != attn_scores.shape[:-2] or values.shape[-2] != shape[-1]:
+        raise ValueError(
+            f"values must have shape {shape[:-2] + (shape[-1],)} + (Dv,) to match"
+            f" scores of shape {shape} (B, Lq, Lk), got {tuple(values.shape)}"
+        )
+    check_masks(shape, valid_lens, mask)
+
+
+@checked_by(_check_pooling)
 def attention_pooling(
     attn_scores: Tensor,
     values: Tensor,
@@ -212,7 +229,6 @@ def attention_pooling(
     """Turn scores into weights (masked softmax) and take the weighted average of the
     values.
 
-    The one place where weights meet values; every layer of the library ends here.
     Dropout, if any, is applied to the weights used for the average; the returned
     weights are before dropout.
 
@@ -225,10 +241,9 @@ def attention_pooling(
 
     Taught in ``chapters/02_attention/01_queries_keys_values.ipynb``.
     """
-    _check_values_for_scores(attn_scores, values)
-    attn_weights = masked_softmax(attn_scores, valid_lens, mask)  # (B, Lq, Lk)
-    used = F.dropout(attn_weights, dropout_p) if dropout_p > 0 else attn_weights
-    return used @ values, attn_weights  # (B, Lq, Dv), (B, Lq, Lk)
+    allowed = allowed_keys(attn_scores.shape, valid_lens, mask)  # bool or None
+    output, attn_weights, _ = _pool(attn_scores, values, allowed, dropout_p)
+    return output, attn_weights  # (B, Lq, Dv), (B, Lq, Lk)
 
 
 def dot_product_attention(
@@ -244,17 +259,15 @@ def dot_product_attention(
     """softmax(Q Kᵀ · scale) V for a whole batch at once, with padding and masks.
 
     ``scale=None`` means ``1/√D`` (Vaswani et al., 2017); ``scale=1.0`` is the plain dot
-    product.
+    product. Two paths, one meaning:
 
-    Two paths, one meaning:
-
-    * ``need_weights=True`` (default): the explicit path, :func:`dot_product_scores`
-      then :func:`attention_pooling`; returns the weights for heat maps.
-    * ``need_weights=False``: the fast path, which hands the work to PyTorch's fused
+    * ``need_weights=True`` (default): the written-out kernel,
+      :func:`softmax_attention`; returns the weights for heat maps.
+    * ``need_weights=False``: the fast path, PyTorch's fused
       ``torch.nn.functional.scaled_dot_product_attention`` (it never builds the
-      (Lq, Lk) weight matrix in full) and returns ``None`` for the weights.
-      ``valid_lens`` become a boolean mask, and queries with no key to attend to are
-      set to zero, as on the explicit path. The tests check that both paths agree.
+      (Lq, Lk) weight matrix in full); returns ``None`` for the weights. Queries with
+      no key to attend to get zeros, as on the written-out path. The tests check that
+      both paths agree.
 
     Shapes:
         queries:    (B, Lq, D) or (B, ..., Lq, D)
@@ -267,31 +280,14 @@ def dot_product_attention(
     Taught in ``chapters/02_attention/03_scoring_functions.ipynb`` and
     ``chapters/02_attention/04_vectorised_attention.ipynb``.
     """
-    _check_qk(queries, keys)
-    _check_kv(keys, values)
+    check_qkv(queries, keys, values)
+    scale = check_scale(scale)
+    scores_shape = tuple(queries.shape[:-1]) + (keys.shape[-2],)  # (B, ..., Lq, Lk)
+    check_masks(scores_shape, valid_lens, mask)
+    allowed = allowed_keys(scores_shape, valid_lens, mask)  # bool or None
     if need_weights:
-        attn_scores = dot_product_scores(queries, keys, scale)  # (B, Lq, Lk)
-        return attention_pooling(attn_scores, values, valid_lens, mask, dropout_p)
-    # Fast path. A zero-stride stand-in for the scores lets the masking code check
-    # shapes for free.
-    scores_shape = queries.shape[:-1] + (keys.shape[-2],)
-    allowed = _combine_masks(
-        queries.new_empty(()).expand(scores_shape), valid_lens, mask
-    )  # bool or None
-    if allowed is not None and allowed.dim() < 2:
-        allowed = allowed.unsqueeze(0)  # (Lk,) -> (1, Lk): SDPA wants two dimensions
-    output = F.scaled_dot_product_attention(
-        queries,
-        keys,
-        values,
-        attn_mask=allowed,
-        dropout_p=dropout_p,
-        scale=_resolve_scale(scale, queries.shape[-1]),
-    )  # (B, Lq, Dv)
-    # the library's rule for a query with no key: zeros, never NaN
-    if allowed is not None:
-        output = _zero_rows_without_keys(output, allowed)  # (B, Lq, Dv)
-    return output, None
+        return softmax_attention(queries, keys, values, allowed, scale, dropout_p)
+    return fused_attention(queries, keys, values, allowed, scale, dropout_p), None
 
 
 def attention_loop(
@@ -317,29 +313,28 @@ def attention_loop(
 
     Taught in ``chapters/02_attention/04_vectorised_attention.ipynb``.
     """
-    _check_qk(queries, keys)
-    _check_kv(keys, values)
+    check_qkv(queries, keys, values, min_dim=3)
     if queries.dim() != 3:
         raise ValueError(
-            f"attention_loop takes queries of shape (B, Lq, D), got {_shape(queries)}"
+            "attention_loop takes queries of shape (B, Lq, D), got"
+            f" {tuple(queries.shape)}"
         )
-    batch_size, num_queries, size = queries.shape
+    scale = check_scale(scale)
+    batch_size, num_queries, _ = queries.shape
     num_kv = keys.shape[1]
-    scale = _resolve_scale(scale, size)
-    allowed = _combine_masks(
-        queries.new_empty(()).expand(batch_size, num_queries, num_kv), valid_lens, mask
-    )
+    check_masks((batch_size, num_queries, num_kv), valid_lens, mask)
+    allowed = allowed_keys((batch_size, num_queries, num_kv), valid_lens, mask)
     if allowed is not None:
         allowed = allowed.expand(batch_size, num_queries, num_kv)  # (B, Lq, Lk)
     output = values.new_zeros(batch_size, num_queries, values.shape[-1])  # (B, Lq, Dv)
     attn_weights = queries.new_zeros(batch_size, num_queries, num_kv)  # (B, Lq, Lk)
     for b in range(batch_size):
         for i in range(num_queries):
-            attn_scores = (keys[b] @ queries[b, i]) * scale  # (Lk,)
-            row_mask = None if allowed is None else allowed[b, i][None]  # (1, Lk)
-            weights = masked_softmax(attn_scores[None], mask=row_mask)[0]  # (Lk,)
-            attn_weights[b, i] = weights
-            output[b, i] = weights @ values[b]  # (Dv,)
+            row_mask = None if allowed is None else allowed[b, i]  # (Lk,)
+            out, weights = softmax_attention(queries[b, i][None], keys[b],
+                                             values[b], row_mask, scale)
+            # out (1, Dv), weights (1, Lk)
+            output[b, i], attn_weights[b, i] = out[0], weights[0]
     return output, attn_weights
 
 
@@ -369,9 +364,7 @@ class DotProductAttention(nn.Module):
 
     def __init__(self, dropout: float = 0.0, scale: float | None = None):
         super().__init__()
-        if scale is not None:
-            _resolve_scale(scale, 1)  # a number or None, or a TypeError that says so
-        self.scale = scale
+        self.scale = check_scale(scale)
         self.dropout = nn.Dropout(dropout)
         self.attention_weights: Tensor | None = None
 
@@ -433,39 +426,21 @@ class AdditiveAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.attention_weights: Tensor | None = None
 
-    def _check_size(self, name: str, t: Tensor, size: int, size_name: str) -> None:
-        _check_tensor(name, t)
-        if t.shape[-1] != size:
-            raise ValueError(
-                f"{name} must have last dimension {size_name}={size}, got shape"
-                f" {_shape(t)}"
-            )
-
-    def _check_inputs(self, queries, keys, values, projected_keys) -> None:
-        self._check_size("queries", queries, self.query_size, "query_size")
-        self._check_size("keys", keys, self.key_size, "key_size")
-        _check_qk(queries, keys, same_size=False)
-        _check_kv(keys, values)
-        if queries.dtype != self.W_q.weight.dtype:
-            raise TypeError(
-                f"queries have dtype {queries.dtype} but the layer's parameters have"
-                f" {self.W_q.weight.dtype}; call layer.to({queries.dtype}) or convert"
-                " the inputs"
-            )
+    def _check_inputs(self, queries, keys, values, projected_keys, valid_lens,
+                      mask) -> None:
+        check_qkv(queries, keys, values, same_size=False)
+        check_sizes([("queries", queries, self.query_size, "query_size"),
+                     ("keys", keys, self.key_size, "key_size")])
+        check_like("queries", queries, self.W_q.weight, "the layer's parameters")
+        expected = tuple(keys.shape[:-1]) + (self.num_hiddens,)
         if projected_keys is not None and (
-            not isinstance(projected_keys, Tensor)
-            or projected_keys.shape != keys.shape[:-1] + (self.num_hiddens,)
+            not isinstance(projected_keys, Tensor) or projected_keys.shape != expected
         ):
-            got = (
-                _shape(projected_keys)
-                if isinstance(projected_keys, Tensor)
-                else type(projected_keys).__name__
-            )
             raise ValueError(
-                "projected_keys must have shape"
-                f" {_shape(keys)[:-1] + (self.num_hiddens,)} (B, Lk, Da), as returned"
-                f" by project_keys(keys); got {got}"
+                f"projected_keys must have shape {expected} (B, Lk, Da), as returned"
+                f" by project_keys(keys); got {_shape_of(projected_keys)}"
             )
+        check_masks(tuple(queries.shape[:-1]) + (keys.shape[-2],), valid_lens, mask)
 
     def project_keys(self, keys: Tensor) -> Tensor:
         """``W_k k`` for every key: compute once, pass to :meth:`forward` as
@@ -475,7 +450,8 @@ class AdditiveAttention(nn.Module):
             keys:    (B, Lk, key_size)
             returns: (B, Lk, Da)
         """
-        self._check_size("keys", keys, self.key_size, "key_size")
+        check_float("keys", keys, "(B, Lk, key_size)", 3, 64)
+        check_sizes([("keys", keys, self.key_size, "key_size")])
         return self.W_k(keys)  # (B, Lk, Da)
 
     def forward(
@@ -489,16 +465,17 @@ class AdditiveAttention(nn.Module):
         projected_keys: Tensor | None = None,
         need_weights: bool = False,
     ) -> Tensor:
-        self._check_inputs(queries, keys, values, projected_keys)
+        self._check_inputs(queries, keys, values, projected_keys, valid_lens, mask)
+        allowed = allowed_keys(tuple(queries.shape[:-1]) + (keys.shape[-2],),
+                               valid_lens, mask)  # bool or None
         if projected_keys is None:
             projected_keys = self.W_k(keys)  # (B, Lk, Da)
-        attn_scores = additive_scores(
+        attn_scores = _additive_scores(
             self.W_q(queries), projected_keys, self.w_v.weight
         )  # (B, Lq, Lk)
         dropout_p = self.dropout.p if self.training else 0.0
-        output, weights = attention_pooling(
-            attn_scores, values, valid_lens, mask, dropout_p
-        )  # (B, Lq, Dv), (B, Lq, Lk)
+        output, weights, _ = _pool(attn_scores, values, allowed, dropout_p)
+        # output (B, Lq, Dv), weights (B, Lq, Lk)
         self.attention_weights = weights.detach() if need_weights else None
         return output
 

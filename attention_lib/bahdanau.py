@@ -27,11 +27,10 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from ._checks import describe
+from ._checks import check_src_lengths, check_tokens, describe
 from .attention import AdditiveAttention
 from .gru import GRUCell
 from .masking import valid_lens_to_mask
-from .seq2seq import _check_src_valid_lens, _check_tokens
 
 __all__ = ["BahdanauState", "BahdanauDecoder"]
 
@@ -63,8 +62,8 @@ class BahdanauDecoder(nn.Module):
     ``torch.nn.GRU``'s (and the d2l book's decoder's). ``precompute_keys=False``
     projects the keys at every step instead of once per sentence: the same numbers, more
     work (the chapter measures how much). ``dropout`` acts between GRU layers, as in
-    ``torch.nn.GRU``. After each call, ``attention_weights`` holds the weights of every
-    step.
+    ``torch.nn.GRU``. After a call with ``need_weights=True``, ``attention_weights``
+    holds the weights of every step (otherwise None).
 
     ``init`` says where the decoder's first state comes from. ``"final"`` copies the
     encoder's final state (the encoder and decoder have the same sizes; d2l's decoder
@@ -77,8 +76,9 @@ class BahdanauDecoder(nn.Module):
         init_state(enc_outputs ((B, Lk, Dk), state), src_valid_lens (B,) or None)
             -> :class:`BahdanauState`; Dk = key_size; state (num_layers, B, Ds) for
             ``init="final"``, (2*num_layers, B, Dk/2) for ``init="backward"``
-        forward(tgt_input (B, Lq), state) -> logits (B, Lq, V), state
-        attention_weights: (B, Lq, Lk), zero at source padding
+        forward(tgt_input (B, Lq), state, need_weights=False) -> logits (B, Lq, V),
+            state
+        attention_weights: (B, Lq, Lk), zero at source padding, or None
 
     Taught in ``chapters/03_bahdanau/01_attention_decoder.ipynb``.
     """
@@ -189,12 +189,12 @@ class BahdanauDecoder(nn.Module):
                 f" {tuple(hidden.shape)}"
             )
         if src_valid_lens is not None:
-            _check_src_valid_lens(outputs, src_valid_lens)
+            check_src_lengths(outputs, src_valid_lens)
 
     def forward(
-        self, tgt_input: Tensor, state: BahdanauState
+        self, tgt_input: Tensor, state: BahdanauState, *, need_weights: bool = False
     ) -> tuple[Tensor, BahdanauState]:
-        _check_tokens("tgt_input", tgt_input)
+        check_tokens("tgt_input", tgt_input, self.embedding.num_embeddings)
         enc_outputs, projected_keys, src_mask, hidden = state
         first = self.cells[0]
         # 1. The previous words' share of the first layer's gates, W_y y + b, for all
@@ -207,8 +207,8 @@ class BahdanauDecoder(nn.Module):
             query = layers[-1].unsqueeze(1)  # (B, 1, Ds)
             context = self.attention(query, enc_outputs, enc_outputs, mask=src_mask,
                                      projected_keys=projected_keys,
-                                     need_weights=True)  # (B, 1, key_size)
-            weights.append(self.attention.attention_weights)  # (B, 1, Lk)
+                                     need_weights=need_weights)  # (B, 1, key_size)
+            weights.append(self.attention.attention_weights)  # (B, 1, Lk) or None
             # 3. First layer: the GRU update with input [y_{t'-1}; c_t'], i.e. W_y y +
             # W_c c + b. (B, 3*Ds)
             input_proj = input_projs[:, t] + first.project_context(context.squeeze(1))
@@ -219,7 +219,8 @@ class BahdanauDecoder(nn.Module):
                 # (B, Ds)
                 layers[i] = self.cells[i](self.dropout(layers[i - 1]), layers[i])
             outputs.append(layers[-1])
-        self.attention_weights = torch.cat(weights, dim=1).detach()  # (B, Lq, Lk)
+        # (B, Lq, Lk), or None
+        self.attention_weights = torch.cat(weights, dim=1) if need_weights else None
         # 5. One output projection for all steps after the loop.
         logits = self.dense(torch.stack(outputs, dim=1))  # (B, Lq, V)
         # hidden: (num_layers, B, Ds)

@@ -150,6 +150,24 @@ class TransformerConfig(_Settings):
     label_smoothing: float = 0.1
     checkpoint_every: int = 80
 
+    def build(self, src_vocab_size: int, tgt_vocab_size: int, max_len: int = 1000):
+        """The encoder–decoder these settings describe, with fresh weights: a
+        :class:`~attention_lib.transformer.TransformerEncoder` and
+        :class:`~attention_lib.transformer.TransformerDecoder` of ``embed_dim``,
+        ``num_heads``, ``ffn_hidden``, ``num_layers``, ``dropout`` and ``norm_first``.
+
+        Shapes:
+            returns: an :class:`~attention_lib.seq2seq.EncoderDecoder`
+        """
+        from .seq2seq import EncoderDecoder
+        from .transformer import TransformerDecoder, TransformerEncoder
+
+        sizes = dict(embed_dim=self.embed_dim, num_heads=self.num_heads,
+                     ffn_hidden=self.ffn_hidden, num_layers=self.num_layers,
+                     dropout=self.dropout, norm_first=self.norm_first, max_len=max_len)
+        return EncoderDecoder(TransformerEncoder(src_vocab_size, **sizes),
+                              TransformerDecoder(tgt_vocab_size, **sizes))
+
 
 #: Chapter 5's race: a small pre-norm Transformer, no dropout (the budget is two minutes
 #: of training, too short to overfit 20,000 pairs).

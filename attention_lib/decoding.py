@@ -3,17 +3,20 @@
 A decoder takes part by following one protocol, :class:`Decoder`:
 
 - ``init_state(enc_outputs, src_valid_lens) -> state``: what it needs from the encoder;
-- ``decoder(tgt_input, state) -> (logits, state)``: one or more steps; logits are
-  (B, Lq, V);
+- ``decoder(tgt_input, state, need_weights=False) -> (logits, state)``: one or more
+  steps; logits are (B, Lq, V);
 - ``reorder_state(state, index) -> state``: pick (and repeat) batch rows of a state, as
   beam search needs when it keeps k hypotheses per sentence and reorders them;
-- ``attention_weights``: the weights of its last call, (B, Lq, Lk) or, with several
-  heads, (B, H, Lq, Lk); ``None`` for a decoder without attention.
+- ``attention_weights``: the weights of its last call made with ``need_weights=True``,
+  (B, Lq, Lk) or, with several heads, (B, H, Lq, Lk); ``None`` otherwise, and for a
+  decoder without attention.
 
 The state is whatever the decoder needs: chapter 1's (context, hidden), chapter 3's
 :class:`~attention_lib.bahdanau.BahdanauState`, a Transformer's key/value cache.
 
-Every function here returns the weights in one layout: per sentence, the weights of the
+Weights cost time (a Transformer's fused attention never writes them), so every
+function here computes them only when asked, ``need_weights=True``, and returns them
+in one layout: per sentence, the weights of the
 steps that wrote its output, ``(..., T, Lk)`` with T = max(len(output), 1) and ``...``
 the decoder's own leading axes (none, or H).
 
@@ -32,9 +35,14 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-from ._checks import check_int, check_real, check_str_list
+from ._checks import (
+    check_int,
+    check_real,
+    check_src_lengths,
+    check_str_list,
+    check_tokens,
+)
 from .data import TranslationData
-from .seq2seq import _check_src_valid_lens, _check_tokens
 
 __all__ = ["Decoder", "greedy_decode", "beam_search", "translate"]
 
@@ -48,7 +56,9 @@ class Decoder(Protocol):
 
     def init_state(self, enc_outputs: Any, src_valid_lens: Tensor | None) -> Any: ...
 
-    def __call__(self, tgt_input: Tensor, state: Any) -> tuple[Tensor, Any]: ...
+    def __call__(
+        self, tgt_input: Tensor, state: Any, *, need_weights: bool = False
+    ) -> tuple[Tensor, Any]: ...
 
     def reorder_state(self, state: Any, index: Tensor) -> Any: ...
 
@@ -74,9 +84,9 @@ def _start_decoding(model, src, src_valid_lens, bos, eos, max_len):
     # A source of tokens is checked here; a float source (a batch of images, say) is
     # the encoder's to check, and its valid lengths the decoder's (they count keys).
     if not (isinstance(src, Tensor) and src.is_floating_point()):
-        _check_tokens("src", src)
+        check_tokens("src", src)
         if src_valid_lens is not None:
-            _check_src_valid_lens(src, src_valid_lens)
+            check_src_lengths(src, src_valid_lens)
     check_int("max_len", max_len, 0)
     embedding = getattr(model.decoder, "embedding", None)
     for name, token in (("bos", bos), ("eos", eos)):
@@ -115,14 +125,15 @@ def greedy_decode(
     bos: int,
     eos: int,
     max_len: int,
+    need_weights: bool = False,
 ) -> tuple[list[list[int]], list[Tensor]]:
     """Translate a batch greedily: feed back the most likely token until ``<eos>`` or
     ``max_len``.
 
     Returns the output indices per sentence (without ``<bos>``, cut before ``<eos>``)
-    and, when the decoder has attention, each sentence's weights, (..., T, Lk) with
-    T = max(len(output), 1) (an empty list otherwise). ``max_len=0`` gives empty
-    outputs; a negative ``max_len`` is a ValueError.
+    and, with ``need_weights=True`` and a decoder with attention, each sentence's
+    weights, (..., T, Lk) with T = max(len(output), 1) (an empty list otherwise).
+    ``max_len=0`` gives empty outputs; a negative ``max_len`` is a ValueError.
 
     Shapes:
         src: (B, Lk) tokens, or a float batch the encoder reads (e.g. images
@@ -135,7 +146,7 @@ def greedy_decode(
     finished = torch.zeros(batch_size, dtype=torch.bool, device=device)
     outputs, steps = [], []
     for _ in range(max_len):
-        logits, state = model.decoder(token, state)  # (B, 1, V)
+        logits, state = model.decoder(token, state, need_weights=need_weights)
         token = logits.argmax(dim=-1)  # (B, 1)
         outputs.append(token.squeeze(1))
         step_weights = _last_step_weights(model.decoder)  # (B, ..., 1, Lk) or None
@@ -164,6 +175,7 @@ def beam_search(
     max_len: int,
     beam_size: int = 4,
     length_penalty: float = 0.75,
+    need_weights: bool = False,
 ) -> tuple[list[list[int]], list[Tensor]]:
     """Translate a batch with beam search; every sentence keeps ``beam_size``
     hypotheses.
@@ -200,7 +212,7 @@ def beam_search(
     history = torch.empty(batch_size, k, 0, dtype=torch.long, device=device)  # (B,k,t)
     weights = None  # (B, k, ..., t, Lk)
     for _ in range(max_len):
-        logits, state = decoder(tokens, state)  # (B*k, 1, V)
+        logits, state = decoder(tokens, state, need_weights=need_weights)  # (B*k, 1, V)
         # (B, k, V)
         log_probs = F.log_softmax(logits[:, 0].float(), dim=-1).view(batch_size, k, -1)
         vocab_size = log_probs.shape[-1]
@@ -259,12 +271,14 @@ def translate(
     max_len: int | None = None,
     batch_size: int = 256,
     beam_size: int = 1,
+    need_weights: bool = False,
 ) -> tuple[list[str], list[Tensor]]:
     """Translations of raw English sentences, as space-separated French tokens.
 
     ``beam_size=1`` decodes greedily (:func:`greedy_decode`); a larger beam uses
-    :func:`beam_search`. Also returns each sentence's attention weights, (..., T, Lk),
-    when the decoder has attention (an empty list otherwise).
+    :func:`beam_search`. With ``need_weights=True`` it also returns each sentence's
+    attention weights, (..., T, Lk), when the decoder has attention (an empty list
+    otherwise); without, decoding takes the fast path.
 
     ``sentences`` must be a list of strings (a single string is refused, not split into
     characters); an empty list gives empty results. ``max_len=None`` means
@@ -285,9 +299,10 @@ def translate(
         src, src_valid_lens = data.encode_source(sentences[start : start + batch_size])
         args = (model, src, src_valid_lens, vocab.bos, vocab.eos, max_len)
         if beam_size == 1:
-            indices, weights = greedy_decode(*args)
+            indices, weights = greedy_decode(*args, need_weights=need_weights)
         else:
-            indices, weights = beam_search(*args, beam_size=beam_size)
+            indices, weights = beam_search(*args, beam_size=beam_size,
+                                           need_weights=need_weights)
         out.extend(" ".join(vocab.to_tokens(row)) for row in indices)
         attention.extend(weights)
     return out, attention

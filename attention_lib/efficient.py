@@ -29,23 +29,24 @@ answers, each exact for what it computes:
 A boolean mask is True where a query may attend (the library's convention, as in
 :mod:`attention_lib.masking`). A query with no key to attend to gets a zero output.
 
-Measuring: :func:`peak_memory` reads the kernel's peak resident memory of this process
-(reset before the call) on CPU, and PyTorch's allocator statistics on CUDA.
+Measuring: :func:`~attention_lib.measure.peak_memory` (imported here too) reads the
+kernel's peak resident memory of this process on CPU, and PyTorch's allocator
+statistics on CUDA.
 
 Taught in ``chapters/06_efficient/``.
 """
 from __future__ import annotations
 
-import ctypes
 import math
-import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 from torch import Tensor
 
-from ._checks import check_int, describe
+from ._checks import check_int, check_mask, check_qkv, check_scale, describe
+from .attention import softmax_attention
+from .measure import peak_memory  # here too: chapter 6's pages import it from here
 
 __all__ = [
     "AttentionPattern",
@@ -179,66 +180,31 @@ def flex_attention_available() -> bool:
 
 # --- the exact pieces: attend to some keys, merge partial results --------------------
 
-def _check_qkv(q, k, v) -> None:
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {describe(t)}")
-        if not t.dtype.is_floating_point:
-            raise TypeError(f"{name} must be floating point, got dtype {t.dtype}")
-        if t.dim() < 2:
-            raise ValueError(
-                f"{name} must have shape (..., L, D), got {tuple(t.shape)}"
-            )
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q and k must have the same size D, got shapes {tuple(q.shape)} and"
-            f" {tuple(k.shape)}"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k and v must have the same length Lk, got shapes {tuple(k.shape)} and"
-            f" {tuple(v.shape)}"
-        )
-    if not (q.dtype == k.dtype == v.dtype):
-        raise TypeError(
-            f"q, k and v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}"
-        )
-
-
 def _accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
     """Scores, sums and partial outputs in float32 at least (FlashAttention's rule)."""
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
 def attend(
-    q: Tensor, k: Tensor, v: Tensor, allowed: Tensor | None = None,
+    queries: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None = None,
     scale: float | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """Softmax attention of q over the keys k, returning the output and its
+    """Softmax attention of the queries over some keys, returning the output and its
     log-sum-exp, the piece that lets partial results merge (:func:`merge_partials`).
 
-    The result is in float32 (float64 for float64 inputs): accumulate partial results
-    at that precision, cast at the end. A query with no allowed key gets output 0 and
-    log-sum-exp −∞.
+    The library's kernel (:func:`~attention_lib.attention.softmax_attention`) at the
+    accumulation precision: float32 (float64 for float64 inputs), at which partial
+    results are merged before the final cast. A query with no allowed key gets output
+    0 and log-sum-exp −∞.
 
     Shapes:
-        q: (..., Lq, D);  k: (..., Lk, D);  v: (..., Lk, Dv)
-        allowed: bool, broadcastable to (..., Lq, Lk), True = may attend, optional
+        queries: (..., Lq, D);  keys: (..., Lk, D);  values: (..., Lk, Dv)
+        mask: bool, broadcastable to (..., Lq, Lk), True = may attend, optional
         returns: out (..., Lq, Dv), lse (..., Lq, 1)
     """
-    acc = _accumulation_dtype(q.dtype)
-    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    # One buffer of scores, updated in place: the memory of the (Lq, Lk) piece, once.
-    scores = (q.to(acc) * scale) @ k.to(acc).transpose(-1, -2)  # (..., Lq, Lk)
-    if allowed is not None:
-        scores.masked_fill_(~allowed, -math.inf)
-    # Subtracting the row's maximum changes nothing but the range of exp: no gradient.
-    top = scores.detach().amax(dim=-1, keepdim=True)  # (..., Lq, 1)
-    top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))
-    p = scores.sub_(top).exp_()  # (..., Lq, Lk), 0 where masked
-    total = p.sum(dim=-1, keepdim=True)  # (..., Lq, 1)
-    out = (p @ v.to(acc)) / total.clamp_min(torch.finfo(acc).tiny)  # (..., Lq, Dv)
-    return out, top + torch.log(total)  # log(0) = −∞ for a query without keys
+    acc = _accumulation_dtype(queries.dtype)
+    return softmax_attention(queries.to(acc), keys.to(acc), values.to(acc), mask,
+                             scale, lse=True)
 
 
 def merge_partials(
@@ -365,9 +331,9 @@ class _ChunkedAttention(torch.autograd.Function):
 
 
 def chunked_attention(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
+    queries: Tensor,
+    keys: Tensor,
+    values: Tensor,
     mask: Tensor | None = None,
     *,
     pattern: AttentionPattern | None = None,
@@ -395,16 +361,18 @@ def chunked_attention(
     block, so no n × m mask is built either). A query with no key gets zeros.
 
     Shapes:
-        q: (..., Lq, D);  k: (..., Lk, D);  v: (..., Lk, Dv)
-        returns: (..., Lq, Dv), q's dtype
+        queries: (..., Lq, D);  keys: (..., Lk, D);  values: (..., Lk, Dv)
+        returns: (..., Lq, Dv), the queries' dtype
     """
-    _check_qkv(q, k, v)
+    check_qkv(queries, keys, values, min_dim=2)
+    q, k, v = queries, keys, values
     q_block = check_int("q_block", q_block, 1)
     kv_block = check_int("kv_block", kv_block, 1)
+    scale = check_scale(scale)
     if mask is not None and pattern is not None:
         raise ValueError("give mask or pattern, not both")
-    if mask is not None and (not isinstance(mask, Tensor) or mask.dtype != torch.bool):
-        raise TypeError(f"mask must be a boolean tensor, got {describe(mask)}")
+    if mask is not None:
+        check_mask(mask, tuple(q.shape[:-1]) + (k.shape[-2],))
     if pattern is not None and not isinstance(pattern, AttentionPattern):
         raise TypeError(f"pattern must be an AttentionPattern, got {describe(pattern)}")
     if mask is not None:  # a view of shape (..., Lq, Lk), so that blocks slice it
@@ -454,9 +422,9 @@ def _banded(q, k, v, before, after, key_ok, block, scale):
 
 
 def local_attention(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
+    queries: Tensor,
+    keys: Tensor,
+    values: Tensor,
     pattern: AttentionPattern,
     *,
     block_size: int | None = None,
@@ -474,23 +442,27 @@ def local_attention(
     dense attention with ``pattern.mask(n)`` (the tests check, in float64).
 
     Shapes:
-        q, k: (..., n, D);  v: (..., n, Dv)  (self-attention: one length n)
-        returns: (..., n, Dv), q's dtype
+        queries, keys: (..., n, D);  values: (..., n, Dv)  (self-attention: one n)
+        returns: (..., n, Dv), the queries' dtype
     """
-    _check_qkv(q, k, v)
+    check_qkv(queries, keys, values, min_dim=2)
+    q, k, v = queries, keys, values
+    scale = check_scale(scale)
     if not isinstance(pattern, AttentionPattern):
         raise TypeError(f"pattern must be an AttentionPattern, got {describe(pattern)}")
     if pattern.window is None:
         raise ValueError(
             "local_attention needs a pattern with a window; for a pattern without one"
-            " use chunked_attention(q, k, v, pattern=pattern)"
+            " use chunked_attention(queries, keys, values, pattern=pattern)"
         )
     n = q.shape[-2]
     if k.shape[-2] != n:
         raise ValueError(
-            f"local attention is self-attention: q and k must have the same length,"
-            f" got {n} and {k.shape[-2]}"
+            "local attention is self-attention: queries and keys must have the same"
+            f" length, got {n} and {k.shape[-2]}"
         )
+    if n == 0:
+        return q.new_zeros(q.shape[:-1] + (v.shape[-1],))  # no positions, no output
     d, g = pattern.dilation, min(pattern.global_tokens, n)
     before, after = pattern.reach
     before, after = before // d, after // d  # in steps of the dilated sequence
@@ -559,47 +531,3 @@ def generate(
             logits, _ = decoder(torch.cat(tokens, dim=1), state)  # (B, t + 1, V)
         tokens.append(logits[:, -1:].argmax(dim=-1))  # (B, 1)
     return torch.cat(tokens[1:], dim=1) if num_tokens else start[:, :0]
-
-
-# --- measuring ------------------------------------------------------------------------
-
-def _status_kib(field: str) -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field):
-                return int(line.split()[1])
-    raise RuntimeError(f"/proc/self/status has no {field}")
-
-
-def peak_memory(fn: Callable[[], Any], device=None) -> int:
-    """Run ``fn()`` and return the peak of the memory it added, in bytes, measured.
-
-    * CUDA: PyTorch's allocator statistics (``torch.cuda.max_memory_allocated``,
-      reset before the call).
-    * CPU on Linux: the kernel's peak resident memory of this process (``VmHWM`` in
-      ``/proc/self/status``), reset to the current size just before the call by
-      writing 5 to ``/proc/self/clear_refs``, after ``malloc_trim`` has handed freed
-      memory back to the system (so that the call's allocations are new pages and
-      counted). Granularity: pages; a few hundred KiB of noise.
-
-    Raises RuntimeError elsewhere (macOS, Windows): there, measure in a subprocess.
-    """
-    device = torch.device(device or "cpu")
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        torch.cuda.reset_peak_memory_stats(device)
-        before = torch.cuda.memory_allocated(device)
-        fn()
-        torch.cuda.synchronize(device)
-        return torch.cuda.max_memory_allocated(device) - before
-    if not sys.platform.startswith("linux"):
-        raise RuntimeError(
-            "peak_memory on CPU reads Linux's /proc/self/status; on this system"
-            " measure in a subprocess (resource.getrusage) instead"
-        )
-    ctypes.CDLL("libc.so.6").malloc_trim(0)
-    with open("/proc/self/clear_refs", "w") as clear_refs:
-        clear_refs.write("5")  # reset the peak (VmHWM) to the current size (VmRSS)
-    before = _status_kib("VmRSS:")
-    fn()
-    return (_status_kib("VmHWM:") - before) * 1024

@@ -8,15 +8,20 @@ differ between devices (the range a timing claim allows, the sentence that expla
 it) is chosen by :func:`by_device`, from :func:`hardware`'s description, so every
 branch is one that the tests run, by simulating each kind of machine.
 
+What a call costs is measured here too, for every page and benchmark:
+:func:`best_seconds` (time, synchronising a GPU) and :func:`peak_memory` (memory).
+
 Taught in ``chapters/05_transformer/02_training.ipynb``.
 """
 from __future__ import annotations
 
+import ctypes
 import math
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 import torch
 
@@ -29,6 +34,7 @@ __all__ = [
     "best_seconds",
     "matmul_size",
     "matmul_rate",
+    "peak_memory",
 ]
 
 T = TypeVar("T")
@@ -222,3 +228,50 @@ def matmul_rate(
     a = torch.randn(size, size, device=device).to(dtype)
     b = torch.randn(size, size, device=device).to(dtype)
     return 2 * size**3 / best_seconds(lambda: a @ b, device) / 1e9
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field):
+                return int(line.split()[1])
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+def peak_memory(fn: Callable[[], Any], device=None) -> int:
+    """Run ``fn()`` and return the peak of the memory it added, in bytes, measured.
+
+    * CUDA: PyTorch's allocator statistics (``torch.cuda.max_memory_allocated``,
+      reset before the call).
+    * CPU on Linux: the kernel's peak resident memory of this process (``VmHWM`` in
+      ``/proc/self/status``), reset to the current size just before the call by
+      writing 5 to ``/proc/self/clear_refs``, after ``malloc_trim`` has handed freed
+      memory back to the system (so that the call's allocations are new pages and
+      counted). Granularity: pages; a few hundred KiB of noise.
+
+    Raises RuntimeError elsewhere (macOS, Windows): there, measure in a subprocess.
+
+    Shapes:
+        returns: int, bytes
+
+    Taught in ``chapters/06_efficient/01_cost.ipynb``.
+    """
+    device = torch.device(device or "cpu")
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        before = torch.cuda.memory_allocated(device)
+        fn()
+        torch.cuda.synchronize(device)
+        return torch.cuda.max_memory_allocated(device) - before
+    if not sys.platform.startswith("linux"):
+        raise RuntimeError(
+            "peak_memory on CPU reads Linux's /proc/self/status; on this system"
+            " measure in a subprocess (resource.getrusage) instead"
+        )
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    with open("/proc/self/clear_refs", "w") as clear_refs:
+        clear_refs.write("5")  # reset the peak (VmHWM) to the current size (VmRSS)
+    before = _status_kib("VmRSS:")
+    fn()
+    return (_status_kib("VmHWM:") - before) * 1024

@@ -18,26 +18,42 @@ keys and values; cross-attention takes its keys and values from another sequence
 A boolean ``mask`` is True where a query may attend; ``valid_lens`` describes
 padding (see :mod:`attention_lib.masking`).
 
+A decoder that generates one token at a time keeps a :class:`KVCache`: the keys and
+values already projected and split into heads at the positions before, so that a step
+projects only the new position, O(t·D) work at step t instead of O(t·D²).
+
 Taught in ``chapters/04_self_attention/02_multihead_attention.ipynb``.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import torch
 from torch import Tensor, nn
 
-from ._checks import check_int, check_probability, describe
-from .attention import _check_kv, _check_qk, dot_product_attention
-from .masking import _combine_masks
+from ._checks import (
+    check_float,
+    check_int,
+    check_lengths,
+    check_like,
+    check_mask,
+    check_probability,
+    check_qkv,
+    check_sizes,
+    checked_by,
+    describe,
+)
+from .attention import fused_attention, softmax_attention
+from .masking import allowed_keys
 
-__all__ = ["split_heads", "merge_heads", "MultiHeadAttention"]
+__all__ = ["split_heads", "merge_heads", "KVCache", "MultiHeadAttention"]
 
 
-# --- input checks: every bad shape names what it got and what was expected ----------
+# --- the mathematics -----------------------------------------------------------------
 
-def _check_split_heads(x, num_heads: int) -> None:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"x must be a torch.Tensor, got {describe(x)}")
-    if x.dim() != 3:
-        raise ValueError(f"x must have shape (B, L, D), got {tuple(x.shape)}")
+def _check_split(x, num_heads) -> None:
+    num_heads = check_int("num_heads", num_heads, 1)
+    check_float("x", x, "(B, L, D)", 3, floating=False)
     if x.shape[-1] % num_heads:
         raise ValueError(
             f"x has width D={x.shape[-1]} (shape {tuple(x.shape)}), which does not"
@@ -45,88 +61,11 @@ def _check_split_heads(x, num_heads: int) -> None:
         )
 
 
-def _check_merge_heads(x) -> None:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"x must be a torch.Tensor, got {describe(x)}")
-    if x.dim() != 4:
-        raise ValueError(f"x must have shape (B, H, L, Dh), got {tuple(x.shape)}")
+def _check_merge(x) -> None:
+    check_float("x", x, "(B, H, L, Dh)", 4, floating=False)
 
 
-def _check_sizes(embed_dim, num_heads, dropout, kdim, vdim) -> tuple:
-    embed_dim = check_int("embed_dim", embed_dim, 1)
-    num_heads = check_int("num_heads", num_heads, 1)
-    if embed_dim % num_heads:
-        raise ValueError(
-            f"embed_dim (D={embed_dim}) must be divisible by num_heads"
-            f" (H={num_heads}): every head gets D / H features"
-        )
-    dropout = check_probability("dropout", dropout)
-    kdim = embed_dim if kdim is None else check_int("kdim", kdim, 1)
-    vdim = embed_dim if vdim is None else check_int("vdim", vdim, 1)
-    return embed_dim, num_heads, dropout, kdim, vdim
-
-
-def _check_inputs(layer: MultiHeadAttention, queries, keys, values) -> None:
-    _check_qk(queries, keys, same_size=False)
-    _check_kv(keys, values)
-    if queries.dim() != 3:
-        raise ValueError(
-            "MultiHeadAttention takes queries of shape (B, Lq, D), got"
-            f" {tuple(queries.shape)}"
-        )
-    for name, t, size, size_name in [
-        ("queries", queries, layer.embed_dim, "embed_dim"),
-        ("keys", keys, layer.kdim, "kdim"),
-        ("values", values, layer.vdim, "vdim"),
-    ]:
-        if t.shape[-1] != size:
-            raise ValueError(
-                f"{name} must have last dimension {size_name}={size}, got shape"
-                f" {tuple(t.shape)}"
-            )
-    if queries.dtype != layer.W_q.weight.dtype:
-        raise TypeError(
-            f"queries have dtype {queries.dtype} but the layer's parameters have"
-            f" {layer.W_q.weight.dtype}; call layer.to({queries.dtype}) or convert"
-            " the inputs"
-        )
-
-
-def _mask_for_heads(
-    queries: Tensor,
-    keys: Tensor,
-    num_heads: int,
-    valid_lens: Tensor | None,
-    mask: Tensor | None,
-) -> Tensor | None:
-    """``valid_lens`` and ``mask`` as one boolean mask that broadcasts to the heads'
-    scores (B, H, Lq, Lk), or None.
-
-    A mask of up to three dimensions is read against (B, Lq, Lk) and shared by every
-    head; a four-dimensional mask is read against (B, H, Lq, Lk), one per head.
-    """
-    batch_size, num_queries, num_kv = queries.shape[0], queries.shape[1], keys.shape[1]
-    if isinstance(mask, Tensor) and mask.dim() > 4:
-        raise ValueError(
-            "mask must broadcast to (B, Lq, Lk) (one for all heads) or to (B, H, Lq,"
-            f" Lk) = {(batch_size, num_heads, num_queries, num_kv)} (one per head),"
-            f" got shape {tuple(mask.shape)}"
-        )
-    per_head = isinstance(mask, Tensor) and mask.dim() == 4
-    scores_shape = (batch_size, num_heads) if per_head else (batch_size,)
-    scores_shape += (num_queries, num_kv)
-    # A zero-stride stand-in for the scores lets the masking code check the shapes.
-    stand_in = queries.new_empty(()).expand(scores_shape)
-    allowed = _combine_masks(stand_in, valid_lens, mask)  # bool or None
-    if allowed is not None and not per_head:
-        # (Lk,) or (Lq, Lk) -> (1, 1, Lk) or (1, Lq, Lk): the rank of (B, Lq, Lk)
-        allowed = allowed.reshape((1,) * (3 - allowed.dim()) + allowed.shape)
-        allowed = allowed.unsqueeze(1)  # (B, 1, Lq, Lk): the same for every head
-    return allowed
-
-
-# --- the mathematics -----------------------------------------------------------------
-
+@checked_by(_check_split)
 def split_heads(x: Tensor, num_heads: int) -> Tensor:
     """Split the width D into H heads of Dh = D / H features: head h gets features
     h·Dh to (h+1)·Dh.
@@ -140,13 +79,12 @@ def split_heads(x: Tensor, num_heads: int) -> Tensor:
 
     Taught in ``chapters/04_self_attention/02_multihead_attention.ipynb``.
     """
-    num_heads = check_int("num_heads", num_heads, 1)
-    _check_split_heads(x, num_heads)
     batch_size, length, width = x.shape
     x = x.reshape(batch_size, length, num_heads, width // num_heads)  # (B, L, H, Dh)
     return x.transpose(1, 2)  # (B, H, L, Dh)
 
 
+@checked_by(_check_merge)
 def merge_heads(x: Tensor) -> Tensor:
     """Concatenate the heads' features again: the inverse of :func:`split_heads`.
 
@@ -156,10 +94,35 @@ def merge_heads(x: Tensor) -> Tensor:
 
     Taught in ``chapters/04_self_attention/02_multihead_attention.ipynb``.
     """
-    _check_merge_heads(x)
     batch_size, num_heads, length, head_dim = x.shape
     x = x.transpose(1, 2)  # (B, L, H, Dh)
     return x.reshape(batch_size, length, num_heads * head_dim)  # (B, L, D)
+
+
+_split, _merge = split_heads.__wrapped__, merge_heads.__wrapped__  # unchecked
+
+
+class KVCache(NamedTuple):
+    """The keys and values a :class:`MultiHeadAttention` has projected at the t
+    positions before, split into heads.
+
+    Shapes:
+        keys, values: (B, H, t, Dh)
+
+    Taught in ``chapters/05_transformer/01_transformer.ipynb``.
+    """
+
+    keys: Tensor
+    values: Tensor
+
+    def index_select(self, index: Tensor) -> KVCache:
+        """Pick (and repeat) batch rows, as beam search needs.
+
+        Shapes:
+            index: (B',) long; returns: a cache with batch size B'
+        """
+        return KVCache(self.keys.index_select(0, index),
+                       self.values.index_select(0, index))
 
 
 # --- the layer -----------------------------------------------------------------------
@@ -172,8 +135,8 @@ class MultiHeadAttention(nn.Module):
     heads). Keys and values may come with other sizes (``kdim``, ``vdim``), as in
     cross-attention. Each head's scores are scaled by 1/√Dh.
 
-    ``need_weights=False`` (the default, for training) hands the heads to PyTorch's
-    fused ``torch.nn.functional.scaled_dot_product_attention`` and leaves
+    ``need_weights=False`` (the default) hands the heads to PyTorch's fused
+    ``torch.nn.functional.scaled_dot_product_attention`` and leaves
     ``attention_weights`` at None; ``need_weights=True`` computes the weights
     explicitly and keeps them, detached and before dropout, in ``attention_weights``
     for heat maps. Both give the same output (the tests check). A query with no key
@@ -181,12 +144,23 @@ class MultiHeadAttention(nn.Module):
     its output is ``W_o``'s bias. Dropout acts on the weights, in training mode
     only.
 
+    With ``cache`` (a :class:`KVCache`; :meth:`empty_cache` starts one), ``keys`` and
+    ``values`` are the newest positions only: the layer projects them, attends over
+    the cached positions and them, and returns the output and the cache grown by them.
+
+    :meth:`forward` checks its arguments once and calls :meth:`attend`, the
+    mathematics, which the Transformer's blocks call directly with masks they built
+    once.
+
     Shapes:
         queries:    (B, Lq, D);  keys: (B, Lk, kdim);  values: (B, Lk, vdim)
         valid_lens: (B,) or (B, Lq), optional
         mask:       bool, True = may attend, broadcastable to (B, Lq, Lk) (all heads)
-            or to (B, H, Lq, Lk) (one mask per head), optional
-        returns:    (B, Lq, D)
+            or to (B, H, Lq, Lk) (one mask per head), optional; with a cache, Lk
+            counts the cached positions too
+        cache:      :class:`KVCache` of (B, H, t, Dh), optional
+        returns:    (B, Lq, D); with a cache: (B, Lq, D), the cache of (B, H, t + Lk,
+            Dh)
         attention_weights: (B, H, Lq, Lk), or None after ``need_weights=False``
 
     Taught in ``chapters/04_self_attention/02_multihead_attention.ipynb``.
@@ -202,17 +176,21 @@ class MultiHeadAttention(nn.Module):
         vdim: int | None = None,
     ):
         super().__init__()
-        embed_dim, num_heads, dropout, kdim, vdim = _check_sizes(
-            embed_dim, num_heads, dropout, kdim, vdim
-        )
-        self.embed_dim, self.num_heads = embed_dim, num_heads
+        self.embed_dim = check_int("embed_dim", embed_dim, 1)
+        self.num_heads = check_int("num_heads", num_heads, 1)
+        if embed_dim % num_heads:
+            raise ValueError(
+                f"embed_dim (D={embed_dim}) must be divisible by num_heads"
+                f" (H={num_heads}): every head gets D / H features"
+            )
         self.head_dim = embed_dim // num_heads
-        self.kdim, self.vdim = kdim, vdim
+        self.kdim = embed_dim if kdim is None else check_int("kdim", kdim, 1)
+        self.vdim = embed_dim if vdim is None else check_int("vdim", vdim, 1)
         self.W_q = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.W_k = nn.Linear(kdim, embed_dim, bias=bias)
-        self.W_v = nn.Linear(vdim, embed_dim, bias=bias)
+        self.W_k = nn.Linear(self.kdim, embed_dim, bias=bias)
+        self.W_v = nn.Linear(self.vdim, embed_dim, bias=bias)
         self.W_o = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(check_probability("dropout", dropout))
         self.attention_weights: Tensor | None = None
 
     def forward(
@@ -224,26 +202,134 @@ class MultiHeadAttention(nn.Module):
         mask: Tensor | None = None,
         *,
         need_weights: bool = False,
-    ) -> Tensor:
-        _check_inputs(self, queries, keys, values)
-        allowed = _mask_for_heads(queries, keys, self.num_heads, valid_lens, mask)
+        cache: KVCache | None = None,
+    ) -> Tensor | tuple[Tensor, KVCache]:
+        self.check_inputs(queries, keys, values, valid_lens, mask, cache)
+        num_kv = keys.shape[1] + (0 if cache is None else cache.keys.shape[2])
+        # (B, 1, Lq or 1, Lk) or (B, H, Lq, Lk), or None
+        allowed = head_mask(queries.shape[:2] + (num_kv,), valid_lens, mask)
+        return self.attend(queries, keys, values, allowed, need_weights=need_weights,
+                           cache=cache)
+
+    def attend(
+        self,
+        queries: Tensor,
+        keys: Tensor,
+        values: Tensor,
+        mask: Tensor | None = None,
+        *,
+        need_weights: bool = False,
+        cache: KVCache | None = None,
+    ) -> Tensor | tuple[Tensor, KVCache]:
+        """The layer's mathematics, unchecked; ``mask`` broadcasts to (B, H, Lq, Lk).
+        With ``keys=values=None`` the cache holds all the keys and values (a
+        cross-attention's memory, projected once by :meth:`project`).
+
+        Shapes:
+            as :meth:`forward`
+        """
         # 1. Project, then split the width D into H heads of Dh features.
-        q = split_heads(self.W_q(queries), self.num_heads)  # (B, H, Lq, Dh)
-        k = split_heads(self.W_k(keys), self.num_heads)  # (B, H, Lk, Dh)
-        v = split_heads(self.W_v(values), self.num_heads)  # (B, H, Lk, Dh)
+        q = _split(self.W_q(queries), self.num_heads)  # (B, H, Lq, Dh)
+        if keys is None:
+            k, v = cache  # (B, H, Lk, Dh) each
+        else:
+            k, v = self.project(keys, values)  # (B, H, Lk, Dh) each
+            if cache is not None and cache.keys.shape[2] > 0:
+                # the positions before, projected at their own step
+                k = torch.cat([cache.keys, k], dim=2)  # (B, H, t + Lk, Dh)
+                v = torch.cat([cache.values, v], dim=2)  # (B, H, t + Lk, Dh)
         # 2. Attend in every head at once: the heads are one more batch axis.
         dropout_p = self.dropout.p if self.training else 0.0
-        context, attn_weights = dot_product_attention(
-            q, k, v, mask=allowed, dropout_p=dropout_p, need_weights=need_weights
-        )  # (B, H, Lq, Dh), (B, H, Lq, Lk) or None
-        self.attention_weights = (
-            None if attn_weights is None else attn_weights.detach()
-        )
+        if need_weights:
+            context, weights = softmax_attention(q, k, v, mask, None, dropout_p)
+            self.attention_weights = weights.detach()  # (B, H, Lq, Lk)
+        else:
+            context = fused_attention(q, k, v, mask, None, dropout_p)
+            self.attention_weights = None
         # 3. Concatenate the heads and mix them.
-        return self.W_o(merge_heads(context))  # (B, Lq, D)
+        output = self.W_o(_merge(context))  # (B, Lq, D)
+        return output if cache is None else (output, KVCache(k, v))
+
+    def project(self, keys: Tensor, values: Tensor | None = None) -> KVCache:
+        """Keys and values projected and split into heads, unchecked (``values=None``:
+        the keys serve as values too).
+
+        Shapes:
+            keys: (B, Lk, kdim); values: (B, Lk, vdim); returns: KVCache of (B, H, Lk,
+            Dh)
+        """
+        values = keys if values is None else values
+        return KVCache(_split(self.W_k(keys), self.num_heads),
+                       _split(self.W_v(values), self.num_heads))
+
+    def empty_cache(self, batch_size: int, like: Tensor) -> KVCache:
+        """A cache of no positions for ``batch_size`` sequences, with ``like``'s dtype
+        and device.
+
+        Shapes:
+            returns: :class:`KVCache` of (B, H, 0, Dh)
+        """
+        empty = like.new_zeros(batch_size, self.num_heads, 0, self.head_dim)
+        return KVCache(empty, empty)
+
+    def check_inputs(self, queries, keys, values, valid_lens=None, mask=None,
+                     cache=None) -> None:
+        """What :meth:`forward` checks, once: each bad shape, dtype or device named with
+        what it got and what was expected."""
+        check_qkv(queries, keys, values, same_size=False)
+        if queries.dim() != 3:
+            raise ValueError("MultiHeadAttention takes queries of shape (B, Lq, D), got"
+                             f" {tuple(queries.shape)}")
+        check_sizes([("queries", queries, self.embed_dim, "embed_dim"),
+                     ("keys", keys, self.kdim, "kdim"),
+                     ("values", values, self.vdim, "vdim")])
+        check_like("queries", queries, self.W_q.weight, "the layer's parameters")
+        batch_size, num_queries = queries.shape[:2]
+        num_kv = keys.shape[1]
+        if cache is not None:
+            expected = f"(B, H, t, Dh) = ({batch_size}, {self.num_heads}, t,"
+            expected += f" {self.head_dim})"
+            if not isinstance(cache, KVCache):
+                raise TypeError(f"cache must be a KVCache {expected}, got"
+                                f" {describe(cache)}")
+            for name, t in zip(("cache.keys", "cache.values"), cache):
+                check_float(name, t, expected, 4, like=queries, like_name="queries")
+                if t.shape[:2] != (batch_size, self.num_heads) or (
+                        t.shape[3] != self.head_dim or t.shape != cache.keys.shape):
+                    raise ValueError(f"{name} must have shape {expected}, got"
+                                     f" {tuple(t.shape)}")
+            num_kv += cache.keys.shape[2]
+        if valid_lens is not None:
+            check_lengths("valid_lens", valid_lens, num_kv, batch_size, num_queries)
+        if isinstance(mask, Tensor) and mask.dim() > 4:
+            raise ValueError(
+                "mask must broadcast to (B, Lq, Lk) (one for all heads) or to (B, H,"
+                f" Lq, Lk) = {(batch_size, self.num_heads, num_queries, num_kv)} (one"
+                f" per head), got shape {tuple(mask.shape)}"
+            )
+        if isinstance(mask, Tensor) and mask.dim() == 4:
+            check_mask(mask, (batch_size, self.num_heads, num_queries, num_kv))
+        elif mask is not None:
+            check_mask(mask, (batch_size, num_queries, num_kv))
 
     def extra_repr(self) -> str:
         return (
             f"embed_dim={self.embed_dim}, num_heads={self.num_heads},"
             f" head_dim={self.head_dim}, kdim={self.kdim}, vdim={self.vdim}"
         )
+
+
+def head_mask(
+    scores_shape: tuple, valid_lens: Tensor | None, mask: Tensor | None
+) -> Tensor | None:
+    """``valid_lens`` and ``mask`` as one boolean mask that broadcasts to the heads'
+    scores (B, H, Lq, Lk), or None (unchecked).
+
+    ``scores_shape`` is (B, Lq, Lk). A mask of up to three dimensions is read against
+    (B, Lq, Lk) and shared by every head; a four-dimensional mask is one per head.
+    """
+    if mask is not None and mask.dim() < 4:
+        # (Lk,), (Lq, Lk) or (B, Lq, Lk) -> (1 or B, 1, Lq or 1, Lk): every head
+        mask = mask.reshape((1,) * (3 - mask.dim()) + tuple(mask.shape)).unsqueeze(1)
+    batch_size, num_queries, num_kv = scores_shape
+    return allowed_keys((batch_size, 1, num_queries, num_kv), valid_lens, mask)

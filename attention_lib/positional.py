@@ -308,8 +308,15 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         offset = _check_sequence(x, self.embed_dim, self.max_len, offset)
-        length = x.shape[1]
-        pe = self.encoding[offset : offset + length]  # (L, D)
+        return self.add(x, offset)
+
+    def add(self, x: Tensor, offset: int = 0) -> Tensor:
+        """The encoding added, unchecked (``offset`` may be a traced size).
+
+        Shapes:
+            as :meth:`forward`
+        """
+        pe = self.encoding[offset : offset + x.shape[1]]  # (L, D)
         return self.dropout(x + pe.to(x.dtype))  # (B, L, D)
 
     def extra_repr(self) -> str:
@@ -425,9 +432,13 @@ def apply_rotary(
         positions = torch.arange(length, device=x.device)  # (L,)
     _check_positions(positions, length, tuple(x.shape))
     compute = torch.promote_types(x.dtype, torch.float32)  # float32 or float64
-    positions = positions.to(device=x.device, dtype=compute)  # (L,)
+    # The angles in float64 (on the CPU: not every GPU has it), so that their error
+    # does not grow with the position, then cos and sin at the precision of the work.
+    positions = positions.detach().to(device="cpu", dtype=torch.float64)  # (L,)
     angles = position_angles(positions, head_dim, base)  # (L, Dh/2)
-    return rotate_pairs(x, angles.cos(), angles.sin())  # (..., L, Dh)
+    cos, sin = (f.to(device=x.device, dtype=compute) for f in (angles.cos(),
+                                                               angles.sin()))
+    return rotate_pairs(x, cos, sin)  # (..., L, Dh)
 
 
 def rotary_matrix(position: float, dim: int, base: float = 10000.0) -> Tensor:

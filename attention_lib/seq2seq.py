@@ -17,43 +17,9 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ._checks import check_int, describe
-from .masking import _check_valid_lens
+from ._checks import check_src_lengths, check_tokens
 
 __all__ = ["Seq2SeqEncoder", "Seq2SeqDecoder", "EncoderDecoder"]
-
-
-def _check_tokens(name: str, tokens: Tensor) -> None:
-    if (
-        not isinstance(tokens, Tensor)
-        or tokens.dtype != torch.long
-        or tokens.dim() != 2
-    ):
-        got = (
-            f"{tokens.dtype} {tuple(tokens.shape)}"
-            if isinstance(tokens, Tensor)
-            else describe(tokens)
-        )
-        raise TypeError(
-            f"{name} must be a (B, L) tensor of token indices (torch.long), got {got}"
-        )
-    if tokens.numel() == 0:
-        raise ValueError(
-            f"{name} must hold at least one sentence of at least one token, "
-            f"got shape {tuple(tokens.shape)}"
-        )
-
-
-def _check_src_valid_lens(src: Tensor, src_valid_lens: Tensor) -> None:
-    """One integer length per sentence of ``src`` (B, Lk, ...), each in [0, Lk]: a (B,)
-    tensor."""
-    _check_valid_lens(
-        src_valid_lens,
-        src.shape[1],
-        src.shape[0],
-        name="src_valid_lens",
-        per_query=False,
-    )
 
 
 class Seq2SeqEncoder(nn.Module):
@@ -99,11 +65,11 @@ class Seq2SeqEncoder(nn.Module):
     def forward(
         self, src: Tensor, src_valid_lens: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
-        _check_tokens("src", src)
+        check_tokens("src", src, self.embedding.num_embeddings)
         embs = self.embedding(src)  # (B, Lk, E)
         if src_valid_lens is None:
             return self.rnn(embs)  # (B, Lk, Ds), (num_layers, B, Ds)
-        _check_src_valid_lens(src, src_valid_lens)
+        check_src_lengths(src, src_valid_lens)
         # an empty source still gets one step
         lengths = src_valid_lens.clamp(min=1).cpu()
         packed = pack_padded_sequence(
@@ -126,6 +92,8 @@ class Seq2SeqDecoder(nn.Module):
     Shapes:
         init_state(enc_outputs (B, Lk, Ds), src_valid_lens) -> state
         forward(tgt_input (B, Lq), state) -> logits (B, Lq, V), state
+        (``need_weights`` is accepted, as the decoder protocol asks, and ignored:
+        this decoder has no attention)
 
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
     """
@@ -153,8 +121,8 @@ class Seq2SeqDecoder(nn.Module):
         context = enc_state[-1]
         return context, enc_state
 
-    def forward(self, tgt_input: Tensor, state):
-        _check_tokens("tgt_input", tgt_input)
+    def forward(self, tgt_input: Tensor, state, *, need_weights: bool = False):
+        check_tokens("tgt_input", tgt_input, self.embedding.num_embeddings)
         context, hidden = state
         embs = self.embedding(tgt_input)  # (B, Lq, E)
         context_rep = context.unsqueeze(1).expand(-1, embs.shape[1], -1)  # (B, Lq, Ds)
@@ -178,7 +146,8 @@ class EncoderDecoder(nn.Module):
     decoder.init_state(encoder(src)))``.
 
     Shapes:
-        src (B, Lk), src_valid_lens (B,), tgt_input (B, Lq) -> logits (B, Lq, V)
+        src (B, Lk), src_valid_lens (B,), tgt_input (B, Lq) -> logits (B, Lq, V);
+        ``need_weights=True`` lets the decoder keep its attention weights
 
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
     """
@@ -189,9 +158,14 @@ class EncoderDecoder(nn.Module):
         self.decoder = decoder
 
     def forward(
-        self, src: Tensor, src_valid_lens: Tensor | None, tgt_input: Tensor
+        self,
+        src: Tensor,
+        src_valid_lens: Tensor | None,
+        tgt_input: Tensor,
+        *,
+        need_weights: bool = False,
     ) -> Tensor:
         enc_outputs = self.encoder(src, src_valid_lens)
         state = self.decoder.init_state(enc_outputs, src_valid_lens)
-        logits, _ = self.decoder(tgt_input, state)
+        logits, _ = self.decoder(tgt_input, state, need_weights=need_weights)
         return logits  # (B, Lq, V)

@@ -16,12 +16,17 @@ cross-attention to the encoder's outputs, then FFN. Tokens enter as embeddings s
 
 The decoder follows the library's decoder protocol (:mod:`attention_lib.decoding`), so
 ``greedy_decode``, ``beam_search`` and ``translate`` work unchanged. Its state is a
-cache: for each layer, the keys and values its causal self-attention has seen so far,
-before their projections (:class:`TransformerState`; the projections W^K, W^V are
-applied to the whole cache at every step, a cost a cache of projected keys and values
-would save). A step feeds only the new tokens; their queries attend to the cache plus
-themselves, which gives the same numbers as running the whole target at once (the tests
-check).
+cache (:class:`TransformerState`): for each layer, the keys and values its causal
+self-attention has projected so far, and the cross-attention's keys and values,
+projected once from the encoder's outputs (:class:`~attention_lib.multihead.KVCache`,
+(B, H, t, Dh)). A step feeds only the new tokens and projects only them; their queries
+attend to the cache plus themselves, which gives the same numbers as running the whole
+target at once (the tests check).
+
+The stacks and blocks check their arguments once, in ``forward``, and turn lengths
+into boolean masks once; inside, :meth:`TransformerEncoderBlock.encode`,
+:meth:`TransformerDecoderBlock.decode` and
+:meth:`~attention_lib.multihead.MultiHeadAttention.attend` run unchecked.
 
 Training uses the paper's learning rate, :func:`warmup_rate`: a linear warm-up, then
 decay as 1/√step.
@@ -38,11 +43,18 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 from torch.optim.lr_scheduler import LambdaLR
 
-from ._checks import check_int, check_probability, describe
-from .masking import _check_valid_lens, causal_mask
-from .multihead import MultiHeadAttention
+from ._checks import (
+    check_float,
+    check_int,
+    check_probability,
+    check_src_lengths,
+    check_tokens,
+    describe,
+    tracing,
+)
+from .masking import causal_mask
+from .multihead import KVCache, MultiHeadAttention, head_mask
 from .positional import SinusoidalPositionalEncoding
-from .seq2seq import _check_src_valid_lens, _check_tokens
 
 __all__ = [
     "PositionWiseFFN",
@@ -60,20 +72,10 @@ __all__ = [
 _ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
 
 
-# --- input checks: every bad shape names what it got and what was expected ----------
-
 def _check_sequence(name: str, x, embed_dim: int) -> None:
     """x of shape (B, L, D), floating, with D = embed_dim."""
-    if not isinstance(x, Tensor) or not x.dtype.is_floating_point:
-        raise TypeError(
-            f"{name} must be a floating-point torch.Tensor of shape (B, L,"
-            f" {embed_dim}), got {describe(x)}"
-        )
-    if x.dim() != 3 or x.shape[-1] != embed_dim:
-        raise ValueError(
-            f"{name} must have shape (B, L, {embed_dim}) (embed_dim={embed_dim}), got"
-            f" {tuple(x.shape)}"
-        )
+    check_float(name, x, f"(B, L, {embed_dim}) (embed_dim={embed_dim})", 3,
+                size=embed_dim)
 
 
 def _check_memory(x: Tensor, enc_outputs, src_valid_lens, embed_dim: int) -> None:
@@ -85,19 +87,7 @@ def _check_memory(x: Tensor, enc_outputs, src_valid_lens, embed_dim: int) -> Non
             f" {tuple(enc_outputs.shape)}"
         )
     if src_valid_lens is not None:
-        _check_src_valid_lens(enc_outputs, src_valid_lens)
-
-
-def _check_cache(cache, x: Tensor) -> None:
-    """A layer's cache (B, t, D) for a decoder input x (B, Lq, D)."""
-    if not isinstance(cache, Tensor) or cache.dim() != 3 or (
-        cache.shape[0] != x.shape[0] or cache.shape[2] != x.shape[2]
-    ):
-        got = tuple(cache.shape) if isinstance(cache, Tensor) else describe(cache)
-        raise ValueError(
-            f"cache must have shape (B, t, D) = ({x.shape[0]}, t, {x.shape[2]}) for x"
-            f" of shape {tuple(x.shape)}, got {got}"
-        )
+        check_src_lengths(enc_outputs, src_valid_lens)
 
 
 # --- the two sublayer wrappers -------------------------------------------------------
@@ -137,7 +127,6 @@ class PositionWiseFFN(nn.Module):
         self.dropout = nn.Dropout(check_probability("dropout", dropout))
 
     def forward(self, x: Tensor) -> Tensor:
-        _check_sequence("x", x, self.embed_dim)
         hidden = _ACTIVATIONS[self.activation](self.W_1(x))  # (B, L, ffn_hidden)
         return self.W_2(self.dropout(hidden))  # (B, L, D)
 
@@ -182,12 +171,6 @@ class AddNorm(nn.Module):
         return self.norm(x) if self.norm_first else x  # (B, L, D)
 
     def forward(self, x: Tensor, y: Tensor) -> Tensor:
-        _check_sequence("x", x, self.embed_dim)
-        if y.shape != x.shape:
-            raise ValueError(
-                f"y (the sublayer's output) must have the shape of x, {tuple(x.shape)},"
-                f" got {tuple(y.shape)}"
-            )
         if self.norm_first:
             return x + self.dropout(y)  # (B, L, D)
         return self.norm(x + self.dropout(y))  # (B, L, D)
@@ -237,10 +220,22 @@ class TransformerEncoderBlock(nn.Module):
     ) -> Tensor:
         _check_sequence("x", x, self.embed_dim)
         if valid_lens is not None:
-            _check_valid_lens(valid_lens, x.shape[1], x.shape[0], per_query=False)
+            check_src_lengths(x, valid_lens)
+        mask = head_mask(x.shape[:2] + x.shape[1:2], valid_lens, None)  # (B, 1, 1, L)
+        return self.encode(x, mask, need_weights=need_weights)
+
+    def encode(
+        self, x: Tensor, mask: Tensor | None = None, *, need_weights: bool = False
+    ) -> Tensor:
+        """The block's mathematics, unchecked; ``mask`` (True = may attend) broadcasts
+        to (B, H, L, L).
+
+        Shapes:
+            x: (B, L, D); returns: (B, L, D)
+        """
         # 1. Every position attends to every real position of its sentence.
         h = self.add_norm1.sublayer_input(x)  # (B, L, D)
-        y = self.self_attention(h, h, h, valid_lens, need_weights=need_weights)
+        y = self.self_attention.attend(h, h, h, mask, need_weights=need_weights)
         x = self.add_norm1(x, y)  # (B, L, D)
         # 2. The same MLP at every position.
         y = self.ffn(self.add_norm2.sublayer_input(x))  # (B, L, D)
@@ -251,16 +246,13 @@ class TransformerDecoderBlock(nn.Module):
     """Causal self-attention, cross-attention to the encoder's outputs, then the
     feed-forward network, each inside an :class:`AddNorm`.
 
-    ``x`` holds the newest Lq target positions; ``cache`` holds what the
-    self-attention read as keys and values at the t positions before them (None or an
-    empty cache: x starts the target). Query i of x, at position t + i, attends to
-    positions 0, ..., t + i: the cache and x up to itself. The block returns its output
-    and the cache extended by x's keys and values, (B, t + Lq, D), for the next step.
-    So a target fed in one call or in pieces gives the same outputs (the tests check).
-
-    The cache holds the self-attention's inputs (x, or LayerNorm(x) for pre-norm), not
-    their projections: :class:`~attention_lib.multihead.MultiHeadAttention` projects
-    them again at every step. That costs work, not correctness.
+    ``x`` holds the newest Lq target positions; ``cache`` holds the keys and values
+    the self-attention projected at the t positions before them (a
+    :class:`~attention_lib.multihead.KVCache`; None or an empty cache: x starts the
+    target). Query i of x, at position t + i, attends to positions 0, ..., t + i: the
+    cache and x up to itself. The block returns its output and the cache extended by
+    x's keys and values, (B, H, t + Lq, Dh), for the next step. So a target fed in one
+    call or in pieces gives the same outputs (the tests check).
 
     Cross-attention ignores the source padding given by ``src_valid_lens``. With dropout
     0 and the same weights, one call without a cache is
@@ -273,8 +265,9 @@ class TransformerDecoderBlock(nn.Module):
         x:              (B, Lq, D) with D = ``embed_dim``
         enc_outputs:    (B, Lk, D)
         src_valid_lens: (B,), integer in [0, Lk], optional
-        cache:          (B, t, D), optional
-        returns:        output (B, Lq, D), cache (B, t + Lq, D)
+        cache:          :class:`~attention_lib.multihead.KVCache` of (B, H, t, Dh),
+            optional
+        returns:        output (B, Lq, D), cache of (B, H, t + Lq, Dh)
 
     Taught in ``chapters/05_transformer/01_transformer.ipynb``.
     """
@@ -302,30 +295,56 @@ class TransformerDecoderBlock(nn.Module):
         x: Tensor,
         enc_outputs: Tensor,
         src_valid_lens: Tensor | None = None,
-        cache: Tensor | None = None,
+        cache: KVCache | None = None,
         *,
         need_weights: bool = False,
-    ) -> tuple[Tensor, Tensor]:
+    ) -> tuple[Tensor, KVCache]:
         _check_sequence("x", x, self.embed_dim)
         _check_memory(x, enc_outputs, src_valid_lens, self.embed_dim)
-        if cache is not None:
-            _check_cache(cache, x)
+        if cache is None:
+            cache = self.self_attention.empty_cache(x.shape[0], x)
+        self.self_attention.check_inputs(x, x, x, cache=cache)
+        num_kv = cache.keys.shape[2] + x.shape[1]  # t + Lq
+        causal = causal_mask(x.shape[1], num_kv, x.device)  # (Lq, t + Lq)
+        src_mask = head_mask(x.shape[:2] + enc_outputs.shape[1:2], src_valid_lens, None)
+        memory = self.cross_attention.project(enc_outputs)
+        return self.decode(x, memory, src_mask, causal, cache,
+                           need_weights=need_weights)
+
+    def decode(
+        self,
+        x: Tensor,
+        memory: KVCache,
+        src_mask: Tensor | None,
+        causal: Tensor | None,
+        cache: KVCache,
+        *,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, KVCache]:
+        """The block's mathematics, unchecked. ``memory`` holds the cross-attention's
+        keys and values, projected once from the encoder's outputs; ``src_mask`` and
+        ``causal`` (True = may attend) broadcast to the cross- and self-attention's
+        scores.
+
+        Shapes:
+            x: (B, Lq, D); memory: KVCache of (B, H, Lk, Dh); src_mask: (B, 1, 1, Lk)
+            or None; causal: (Lq, t + Lq); cache: KVCache of (B, H, t, Dh)
+            returns: (B, Lq, D), the cache of (B, H, t + Lq, Dh)
+        """
         # 1. Causal self-attention over the cached positions and the new ones.
         h = self.add_norm1.sublayer_input(x)  # (B, Lq, D)
-        kv = h if cache is None else torch.cat([cache, h], dim=1)  # (B, t + Lq, D)
-        causal = causal_mask(h.shape[1], kv.shape[1], x.device)  # (Lq, t + Lq)
-        y = self.self_attention(h, kv, kv, mask=causal, need_weights=need_weights)
+        y, cache = self.self_attention.attend(h, h, h, causal, cache=cache,
+                                              need_weights=need_weights)
         x = self.add_norm1(x, y)  # (B, Lq, D)
         # 2. Cross-attention: the queries come from the target, keys and values from
-        # the source.
+        # the source (projected once, in memory).
         h = self.add_norm2.sublayer_input(x)  # (B, Lq, D)
-        y = self.cross_attention(
-            h, enc_outputs, enc_outputs, src_valid_lens, need_weights=need_weights
-        )  # (B, Lq, D)
+        y, _ = self.cross_attention.attend(h, None, None, src_mask, cache=memory,
+                                           need_weights=need_weights)  # (B, Lq, D)
         x = self.add_norm2(x, y)  # (B, Lq, D)
         # 3. The same MLP at every position.
         y = self.ffn(self.add_norm3.sublayer_input(x))  # (B, Lq, D)
-        return self.add_norm3(x, y), kv  # (B, Lq, D), (B, t + Lq, D)
+        return self.add_norm3(x, y), cache  # (B, Lq, D), (B, H, t + Lq, Dh)
 
 
 # --- the blocks' PyTorch twins --------------------------------------------------------
@@ -421,12 +440,26 @@ class _Stack(nn.Module):
 
     def embed(self, tokens: Tensor, offset: int = 0) -> Tensor:
         """Embeddings × √D plus the encodings of positions offset, offset + 1, ...
+        (unchecked: :meth:`check_tokens` checks the tokens).
 
         Shapes:
             tokens: (B, L); returns: (B, L, D)
         """
         x = self.embedding(tokens) * math.sqrt(self.embed_dim)  # (B, L, D)
-        return self.positional(x, offset=offset)  # (B, L, D)
+        return self.positional.add(x, offset)  # (B, L, D)
+
+    def check_tokens(self, name: str, tokens, offset: int = 0) -> None:
+        """Token indices (B, L) of this vocabulary, at positions within
+        ``max_len``."""
+        check_tokens(name, tokens, self.embedding.num_embeddings)
+        max_len = self.positional.max_len
+        if not tracing() and offset + tokens.shape[1] > max_len:
+            start = f" after {offset} earlier positions" if offset else ""
+            raise ValueError(
+                f"{name} has L={tokens.shape[1]} positions{start}, more than the"
+                f" model's max_len={max_len} (the positions its encoding was built"
+                " for); cut the input or build the model with a larger max_len"
+            )
 
 
 class TransformerEncoder(_Stack):
@@ -436,8 +469,8 @@ class TransformerEncoder(_Stack):
     (dropout after the sum, as in the paper). With ``norm_first=True`` a final LayerNorm
     follows the stack. Called like :class:`~attention_lib.seq2seq.Seq2SeqEncoder`,
     ``encoder(src, src_valid_lens)``, it returns the outputs that
-    :meth:`TransformerDecoder.init_state` takes. In eval mode the blocks keep their
-    self-attention weights (``blocks[i].self_attention.attention_weights``).
+    :meth:`TransformerDecoder.init_state` takes. With ``need_weights=True`` the blocks
+    keep their self-attention weights (``blocks[i].self_attention.attention_weights``).
 
     Shapes:
         src:            (B, Lk) token indices, Lk <= ``max_len``
@@ -449,13 +482,21 @@ class TransformerEncoder(_Stack):
 
     block_class = TransformerEncoderBlock
 
-    def forward(self, src: Tensor, src_valid_lens: Tensor | None = None) -> Tensor:
-        _check_tokens("src", src)
+    def forward(
+        self,
+        src: Tensor,
+        src_valid_lens: Tensor | None = None,
+        *,
+        need_weights: bool = False,
+    ) -> Tensor:
+        self.check_tokens("src", src)
         if src_valid_lens is not None:
-            _check_src_valid_lens(src, src_valid_lens)
+            check_src_lengths(src, src_valid_lens)
+        # One mask for every layer: each position attends to the real tokens.
+        mask = head_mask(src.shape + src.shape[1:], src_valid_lens, None)  # (B,1,1,Lk)
         x = self.embed(src)  # (B, Lk, D)
         for block in self.blocks:
-            x = block(x, src_valid_lens, need_weights=not self.training)  # (B, Lk, D)
+            x = block.encode(x, mask, need_weights=need_weights)  # (B, Lk, D)
         if self.final_norm is not None:
             x = self.final_norm(x)  # (B, Lk, D)
         return x
@@ -465,38 +506,43 @@ class TransformerState(NamedTuple):
     """What :class:`TransformerDecoder` carries from step to step.
 
     Shapes:
-        enc_outputs:    (B, Lk, D)  the encoder's outputs (keys and values of the
-                                    cross-attention)
+        enc_outputs:    (B, Lk, D)  the encoder's outputs
         src_valid_lens: (B,)        real source tokens per sentence; None: no padding
-        cache:          num_layers tensors (B, t, D): the keys and values each layer's
-                        self-attention has read, t = target positions fed so far
+        cache:          num_layers :class:`~attention_lib.multihead.KVCache` of
+                        (B, H, t, Dh): the keys and values each layer's
+                        self-attention has projected, t = target positions fed so far
+        memory:         num_layers :class:`~attention_lib.multihead.KVCache` of
+                        (B, H, Lk, Dh): each layer's cross-attention keys and values,
+                        projected once from ``enc_outputs``
     """
 
     enc_outputs: Tensor
     src_valid_lens: Tensor | None
-    cache: tuple[Tensor, ...]
+    cache: tuple[KVCache, ...]
+    memory: tuple[KVCache, ...]
 
 
 class TransformerDecoder(_Stack):
     """A stack of ``num_layers`` :class:`TransformerDecoderBlock` and an output layer,
     following the library's decoder protocol (:mod:`attention_lib.decoding`).
 
-    ``init_state(enc_outputs, src_valid_lens)`` starts an empty cache;
-    ``decoder(tgt_input, state)`` feeds the next Lq target tokens (all of them for
-    teacher forcing, one at a time for decoding) at positions t, ..., t + Lq − 1 and
-    returns their logits and the state with the cache grown by Lq;
-    ``reorder_state(state, index)`` picks batch rows of everything, cache included, for
-    beam search. With ``norm_first=True`` a final LayerNorm comes before the output
-    layer.
+    ``init_state(enc_outputs, src_valid_lens)`` projects the cross-attention's keys and
+    values once and starts an empty cache; ``decoder(tgt_input, state)`` feeds the next
+    Lq target tokens (all of them for teacher forcing, one at a time for decoding) at
+    positions t, ..., t + Lq − 1 and returns their logits and the state with the cache
+    grown by Lq; ``reorder_state(state, index)`` picks batch rows of everything, cache
+    included, for beam search. With ``norm_first=True`` a final LayerNorm comes before
+    the output layer.
 
-    ``attention_weights`` holds the last layer's cross-attention weights of the last
-    call, (B, H, Lq, Lk), zero at source padding. They are computed in eval mode (as
-    when decoding); in training mode the fused attention runs and they are None.
+    With ``need_weights=True``, ``attention_weights`` holds the last layer's
+    cross-attention weights of the call, (B, H, Lq, Lk), zero at source padding;
+    otherwise the fused attention runs and they are None.
 
     Shapes:
         init_state(enc_outputs (B, Lk, D), src_valid_lens (B,) or None)
             -> :class:`TransformerState`
-        forward(tgt_input (B, Lq), state) -> logits (B, Lq, V), state
+        forward(tgt_input (B, Lq), state, need_weights=False) -> logits (B, Lq, V),
+            state
         attention_weights: (B, H, Lq, Lk), or None
 
     Taught in ``chapters/05_transformer/01_transformer.ipynb``.
@@ -525,32 +571,46 @@ class TransformerDecoder(_Stack):
     ) -> TransformerState:
         _check_sequence("enc_outputs", enc_outputs, self.embed_dim)
         if src_valid_lens is not None:
-            _check_src_valid_lens(enc_outputs, src_valid_lens)
-        empty = enc_outputs.new_zeros(enc_outputs.shape[0], 0, self.embed_dim)
+            check_src_lengths(enc_outputs, src_valid_lens)
+        batch_size = enc_outputs.shape[0]
         return TransformerState(
-            enc_outputs, src_valid_lens, tuple(empty for _ in self.blocks)
-        )  # cache: num_layers × (B, 0, D)
+            enc_outputs,
+            src_valid_lens,
+            tuple(block.self_attention.empty_cache(batch_size, enc_outputs)
+                  for block in self.blocks),  # num_layers × (B, H, 0, Dh)
+            tuple(block.cross_attention.project(enc_outputs)
+                  for block in self.blocks),  # num_layers × (B, H, Lk, Dh)
+        )
 
     def forward(
-        self, tgt_input: Tensor, state: TransformerState
+        self, tgt_input: Tensor, state: TransformerState, *, need_weights: bool = False
     ) -> tuple[Tensor, TransformerState]:
-        _check_tokens("tgt_input", tgt_input)
         if not isinstance(state, TransformerState):
             raise TypeError(
                 "state must be the TransformerState that init_state returns, got"
                 f" {describe(state)}"
             )
-        enc_outputs, src_valid_lens, cache = state
-        num_steps = cache[0].shape[1]  # t: target positions fed before
+        enc_outputs, src_valid_lens, cache, memory = state
+        num_steps = cache[0].keys.shape[2]  # t: target positions fed before
+        self.check_tokens("tgt_input", tgt_input, num_steps)
+        if tgt_input.shape[0] != enc_outputs.shape[0]:
+            raise ValueError(
+                f"tgt_input has B={tgt_input.shape[0]} sentences but the state holds"
+                f" {enc_outputs.shape[0]}"
+            )
         # 1. Embed the new tokens at their positions t, ..., t + Lq − 1.
         x = self.embed(tgt_input, offset=num_steps)  # (B, Lq, D)
-        # 2. Every block reads its cache and returns it grown by the new positions.
-        need_weights = not self.training
+        # 2. One pair of masks for every layer: the causal one over the cache and the
+        # new positions, and the source's padding.
+        causal = causal_mask(x.shape[1], num_steps + x.shape[1], x.device)
+        src_mask = head_mask(x.shape[:2] + enc_outputs.shape[1:2], src_valid_lens,
+                             None)  # (B, 1, 1, Lk) or None
+        # 3. Every block reads its cache and returns it grown by the new positions.
         new_cache = []
-        for block, layer_cache in zip(self.blocks, cache):
-            x, layer_cache = block(x, enc_outputs, src_valid_lens, layer_cache,
-                                   need_weights=need_weights)  # (B, Lq, D)
-            new_cache.append(layer_cache)  # (B, t + Lq, D)
+        for block, layer_cache, layer_memory in zip(self.blocks, cache, memory):
+            x, layer_cache = block.decode(x, layer_memory, src_mask, causal,
+                                          layer_cache, need_weights=need_weights)
+            new_cache.append(layer_cache)  # (B, H, t + Lq, Dh) each
         if self.final_norm is not None:
             x = self.final_norm(x)  # (B, Lq, D)
         self.attention_weights = self.blocks[-1].cross_attention.attention_weights
@@ -565,11 +625,12 @@ class TransformerDecoder(_Stack):
         Shapes:
             index: (B',) long; returns: a state with batch size B'
         """
-        enc_outputs, src_valid_lens, cache = state
+        enc_outputs, src_valid_lens, cache, memory = state
         return TransformerState(
             enc_outputs.index_select(0, index),
             None if src_valid_lens is None else src_valid_lens.index_select(0, index),
-            tuple(layer_cache.index_select(0, index) for layer_cache in cache),
+            tuple(layer_cache.index_select(index) for layer_cache in cache),
+            tuple(layer_memory.index_select(index) for layer_memory in memory),
         )
 
 

@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ._checks import check_int, check_probability, describe
+from ._checks import check_float, check_int, check_probability, describe
 from .transformer import TransformerEncoderBlock
 
 __all__ = [
@@ -48,15 +48,15 @@ __all__ = [
 
 # --- input checks: every bad shape names what it got and what was expected ----------
 
-def _check_feature_map(name: str, x, channels: int | None = None) -> None:
-    """x of shape (B, C, Hgt, W), floating, with C = channels when given."""
+def _check_feature_map(name: str, x, channels: int | None = None,
+                       module: nn.Module | None = None) -> None:
+    """x of shape (B, C, Hgt, W), floating, with C = channels when given, and the
+    dtype and device of ``module``'s parameters when given."""
     expected = f"(B, {'C' if channels is None else channels}, Hgt, W)"
-    if not isinstance(x, Tensor) or not x.dtype.is_floating_point:
-        raise TypeError(
-            f"{name} must be a floating-point torch.Tensor of shape {expected}, got"
-            f" {describe(x)}"
-        )
-    if x.dim() != 4 or (channels is not None and x.shape[1] != channels):
+    weight = None if module is None else next(module.parameters())
+    check_float(name, x, expected, 4, like=weight,
+                like_name=f"the {type(module).__name__}'s parameters")
+    if channels is not None and x.shape[1] != channels:
         raise ValueError(f"{name} must have shape {expected}, got {tuple(x.shape)}")
 
 
@@ -137,7 +137,7 @@ class ChannelAttention(nn.Module):
         self.attention_weights: Tensor | None = None
 
     def forward(self, x: Tensor) -> Tensor:
-        _check_feature_map("x", x, self.channels)
+        _check_feature_map("x", x, self.channels, self)
         avg, top = channel_descriptors(x)  # (B, C), (B, C)
         scores = self.mlp(avg)  # (B, C)
         if self.pooling == "avg+max":
@@ -178,7 +178,7 @@ class SpatialAttention(nn.Module):
         self.attention_weights: Tensor | None = None
 
     def forward(self, x: Tensor) -> Tensor:
-        _check_feature_map("x", x)
+        _check_feature_map("x", x, module=self)
         gate = torch.sigmoid(self.conv(spatial_descriptors(x)))  # (B, 1, Hgt, W)
         self.attention_weights = gate.detach()
         return x * gate  # (B, C, Hgt, W)
@@ -283,7 +283,7 @@ class PatchEmbedding(nn.Module):
         self.proj = nn.Conv2d(in_channels, embed_dim, patch_size, stride=patch_size)
 
     def forward(self, images: Tensor) -> Tensor:
-        _check_feature_map("images", images, self.in_channels)
+        _check_feature_map("images", images, self.in_channels, self)
         if tuple(images.shape[2:]) != self.image_size:
             raise ValueError(
                 f"images must have shape (B, {self.in_channels}, {self.image_size[0]},"
@@ -298,7 +298,7 @@ class VisionTransformer(nn.Module):
     (:class:`~attention_lib.transformer.TransformerEncoderBlock`, GELU), a final
     LayerNorm, and a Linear head on the class token's output.
 
-    In eval mode the blocks keep their self-attention weights;
+    With ``need_weights=True`` the blocks keep their self-attention weights;
     :meth:`class_token_attention` reads the last block's.
 
     Shapes:
@@ -341,7 +341,7 @@ class VisionTransformer(nn.Module):
         self.final_norm = nn.LayerNorm(embed_dim)
         self.head = nn.Linear(embed_dim, check_int("num_classes", num_classes, 1))
 
-    def forward(self, images: Tensor) -> Tensor:
+    def forward(self, images: Tensor, *, need_weights: bool = False) -> Tensor:
         # 1. Patches become tokens; the class token goes in front; positions are added.
         x = self.patch_embedding(images)  # (B, P, D)
         cls = self.class_token.expand(x.shape[0], -1, -1)  # (B, 1, D)
@@ -349,14 +349,14 @@ class VisionTransformer(nn.Module):
         x = self.dropout(x + self.position_embedding)  # (B, P + 1, D)
         # 2. Every token attends to every token.
         for block in self.blocks:
-            x = block(x, need_weights=not self.training)  # (B, P + 1, D)
+            x = block.encode(x, need_weights=need_weights)  # (B, P + 1, D)
         # 3. The class token's output is the image's summary.
         return self.head(self.final_norm(x)[:, 0])  # (B, num_classes)
 
     def class_token_attention(self) -> Tensor:
         """The last block's attention weights of the class token over the P patches,
-        from the last forward pass in eval mode. The class token's weight on itself is
-        left out, so each row sums to 1 minus that weight (at most 1).
+        from the last forward pass with ``need_weights=True``. The class token's weight
+        on itself is left out, so each row sums to 1 minus that weight (at most 1).
 
         Shapes:
             returns: (B, H, P); fold with ``tokens_to_grid(w, *patch_embedding.grid)``
@@ -364,8 +364,8 @@ class VisionTransformer(nn.Module):
         weights = self.blocks[-1].self_attention.attention_weights
         if weights is None:
             raise RuntimeError(
-                "no attention weights kept: call model.eval() and run a forward pass"
-                " first (in training mode the blocks do not keep them)"
+                "no attention weights kept: run a forward pass with need_weights=True"
+                " first, model(images, need_weights=True)"
             )
         return weights[:, :, 0, 1:]  # (B, H, P)
 
@@ -436,7 +436,7 @@ class DigitCNN(nn.Module):
         Shapes:
             x: (B, in_channels, Hgt, W); returns: (B, channels[-1], Hgt', W')
         """
-        _check_feature_map("x", x, self.in_channels)
+        _check_feature_map("x", x, self.in_channels, self)
         for i, conv in enumerate(self.convs):
             x = F.relu(conv(x))  # (B, C_i, Hgt_i, W_i)
             if self.gates:

@@ -2,9 +2,10 @@
 ``torch.nn.functional.scaled_dot_product_attention`` (SDPA) and the explicit one-query-at-a-time loop,
 forward pass on the CPU, at the sizes the issue names.
 
-    python bench/bench_attention.py            # the three sizes (about a minute on 2 CPU cores)
-    python bench/bench_attention.py --quick    # the smallest size only
-    python bench/bench_attention.py --threads 1  # one intra-op thread (steadier on a busy machine)
+    python -m bench.bench_attention            # the three sizes (about a minute on 2 CPU cores)
+    python -m bench.bench_attention --quick    # the smallest size only
+    python -m bench.bench_attention --threads 1  # one intra-op thread (steadier on a busy machine)
+    python -m bench.bench_attention --smoke    # a tiny size, one round: seconds (bench/__init__.py)
 
 Measured side by side in one run: every round times each candidate once, in turn, so a machine
 that slows down slows all of them; the table shows medians over rounds and ratios to SDPA.
@@ -22,17 +23,15 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from attention_lib import attention_loop, dot_product_attention  # noqa: E402
+from attention_lib import attention_loop, dot_product_attention
+from bench import SMOKE_NOTE, smoke_mode
 
 SIZES = [(64, 32, 32, 64), (16, 256, 256, 64), (4, 1024, 1024, 64)]  # (B, Lq, Lk, E)
+SMOKE_SIZES = [(2, 8, 8, 16)]
 
 
 def time_call(fn, min_seconds: float = 0.05) -> float:
@@ -46,7 +45,7 @@ def time_call(fn, min_seconds: float = 0.05) -> float:
             return elapsed / calls
 
 
-def bench_size(batch_size, num_queries, num_kv, size, rounds):
+def bench_size(batch_size, num_queries, num_kv, size, rounds, min_seconds=0.05):
     gen = torch.Generator().manual_seed(0)
     queries = torch.randn(batch_size, num_queries, size, generator=gen)  # (B, Lq, E)
     keys = torch.randn(batch_size, num_kv, size, generator=gen)  # (B, Lk, E)
@@ -72,17 +71,21 @@ def bench_size(batch_size, num_queries, num_kv, size, rounds):
             fn()
         for r in range(rounds):
             for name, fn in candidates.items():
-                times[name].append(time_call(fn))
+                times[name].append(time_call(fn, min_seconds))
             if r % max(1, rounds // 3) == 0:  # the loop takes seconds: three rounds are enough
                 times["loop"].append(time_call(loop, min_seconds=0.0))
     return {name: statistics.median(t) for name, t in times.items()}
 
 
 def main(argv):
-    sizes = SIZES[:1] if "--quick" in argv else SIZES
+    smoke = smoke_mode(argv)
+    sizes = SMOKE_SIZES if smoke else SIZES[:1] if "--quick" in argv else SIZES
+    rounds, min_seconds = (1, 0.0) if smoke else (15, 0.05)
     if "--threads" in argv:
         torch.set_num_threads(int(argv[argv.index("--threads") + 1]))
     torch.manual_seed(0)
+    if smoke:
+        print(SMOKE_NOTE)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32, forward only, CPU; "
           "median of interleaved rounds")
     header = (f"{'(B, Lq, Lk, E)':>20} | {'SDPA':>9} | {'lib fast':>9} | {'lib weights':>11} | {'loop':>9} | "
@@ -90,7 +93,7 @@ def main(argv):
     print(header)
     print("-" * len(header))
     for shape in sizes:
-        t = bench_size(*shape, rounds=15)
+        t = bench_size(*shape, rounds=rounds, min_seconds=min_seconds)
         ms = {name: 1e3 * v for name, v in t.items()}
         print(f"{str(shape):>20} | {ms['SDPA']:7.3f}ms | {ms['library (fast)']:7.3f}ms | "
               f"{ms['library (weights)']:9.3f}ms | {ms['loop']:7.1f}ms | "

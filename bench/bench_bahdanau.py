@@ -10,7 +10,7 @@ Reports training throughput (sentence pairs per second), greedy-decoding through
 split, held-out corpus BLEU of both after the same number of epochs, and how the throughput ratio
 grows with the sequence length (random tokens): the library projects the keys once per sentence,
 d2l's at every step, so the saving grows with L_q * L_k while the shared work grows with L_q. The d2l book's decoder is
-assembled from the d2l package's classes in ``tests/d2l_bahdanau.py``.
+assembled from the d2l package's classes in ``references/d2l_bahdanau.py``.
 
 Next to each time ratio it prints the ratio of floating-point operations per training step
 (forward and backward, counted by ``torch.utils.flop_counter``): the work d2l does and the library
@@ -19,15 +19,15 @@ encoder skips). Matrix products dominate both, so the time ratio follows the FLO
 encoder, the GRU steps and the output layer over the vocabulary are work both must do, and they
 cap what skipping the key projection can gain at these sizes.
 
-    python bench/bench_bahdanau.py            # about 5 minutes on 2 idle CPU cores
-    python bench/bench_bahdanau.py --epochs 1 # quicker, BLEU still low
+    python -m bench.bench_bahdanau            # about 5 minutes on 2 idle CPU cores
+    python -m bench.bench_bahdanau --epochs 1 # quicker, BLEU still low
+    python -m bench.bench_bahdanau --smoke    # tiny models, a few batches and sentences: seconds
 """
 from __future__ import annotations
 
 import argparse
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -36,28 +36,27 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
 SHARED = ROOT.parent / "shared" / "data" / "fra-eng"
 if "ATTENTION_LIB_DATA" not in os.environ and (SHARED / "fra.txt").is_file():
     os.environ["ATTENTION_LIB_DATA"] = str(SHARED)  # the offline copy beside the project, as in tests/conftest.py
 
 from attention_lib import (BahdanauDecoder, EncoderDecoder, Seq2SeqEncoder, bleu_by_length,  # noqa: E402
                            load_fra_eng, sequence_loss, set_seed, translate)
-from d2l_bahdanau import D2LTranslator  # noqa: E402
-
 from attention_lib.config import D2L_BAHDANAU as CONFIG  # noqa: E402  (the d2l book's sizes)
+from bench import SMOKE_NOTE, smoke_mode  # noqa: E402
+from references.d2l_bahdanau import D2LTranslator  # noqa: E402
 
-EMBED_SIZE, NUM_HIDDENS, NUM_LAYERS = CONFIG.embed_size, CONFIG.num_hiddens, CONFIG.num_layers
-DROPOUT, BATCH_SIZE, NUM_STEPS, LR = CONFIG.dropout, CONFIG.batch_size, CONFIG.num_steps, CONFIG.lr
+# Smoke mode: tiny models on a small training subset.
+SMOKE_CONFIG = CONFIG.with_(embed_size=16, num_hiddens=16, num_layers=1, dropout=0.0, batch_size=16)
 
 
-def make_models(data):
+def make_models(data, c):
+    sizes = (c.embed_size, c.num_hiddens, c.num_layers, c.dropout)
     set_seed(0)
-    library = EncoderDecoder(
-        Seq2SeqEncoder(len(data.src_vocab), EMBED_SIZE, NUM_HIDDENS, NUM_LAYERS, DROPOUT),
-        BahdanauDecoder(len(data.tgt_vocab), EMBED_SIZE, NUM_HIDDENS, NUM_LAYERS, DROPOUT, reset_after=True))
+    library = EncoderDecoder(Seq2SeqEncoder(len(data.src_vocab), *sizes),
+                             BahdanauDecoder(len(data.tgt_vocab), *sizes, reset_after=True))
     set_seed(0)
-    d2l_model = D2LTranslator(len(data.src_vocab), len(data.tgt_vocab), EMBED_SIZE, NUM_HIDDENS, NUM_LAYERS, DROPOUT)
+    d2l_model = D2LTranslator(len(data.src_vocab), len(data.tgt_vocab), *sizes)
     return {"library": library, "d2l book": d2l_model}
 
 
@@ -87,14 +86,23 @@ def main(argv=None):
     parser.add_argument("--chunk", type=int, default=10, help="batches per turn before switching models")
     parser.add_argument("--lengths", type=int, nargs="*", default=[9, 18, 36],
                         help="num_steps for the throughput-against-length table (random tokens)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny models, one epoch of a few batches, a few test sentences (also BENCH_SMOKE=1)")
     args = parser.parse_args(argv)
-    data = load_fra_eng(num_steps=NUM_STEPS, max_train=args.max_train)
+    smoke = args.smoke or smoke_mode([])
+    c = SMOKE_CONFIG if smoke else CONFIG
+    if smoke:
+        print(SMOKE_NOTE)
+        args.epochs, args.max_train, args.chunk, args.lengths = 1, 64, 2, [4]
+    data = load_fra_eng(num_steps=c.num_steps, max_train=args.max_train)
+    if smoke:  # a few test sentences to decode and score
+        data.pairs["test"], data.raw["test"] = data.pairs["test"][:32], data.raw["test"][:32]
     pad = data.tgt_vocab.pad
-    models = make_models(data)
-    optimizers = {name: torch.optim.Adam(m.parameters(), lr=LR) for name, m in models.items()}
-    loader = data.loader("train", batch_size=BATCH_SIZE, seed=0)
-    print(f"{data}\nsizes: embedding {EMBED_SIZE}, hidden {NUM_HIDDENS}, {NUM_LAYERS} layers, batch {BATCH_SIZE}, "
-          f"num_steps {NUM_STEPS}; {args.epochs} epochs of {len(loader)} batches; torch {torch.__version__}, "
+    models = make_models(data, c)
+    optimizers = {name: torch.optim.Adam(m.parameters(), lr=c.lr) for name, m in models.items()}
+    loader = data.loader("train", batch_size=c.batch_size, seed=0)
+    print(f"{data}\nsizes: embedding {c.embed_size}, hidden {c.num_hiddens}, {c.num_layers} layers, batch {c.batch_size}, "
+          f"num_steps {c.num_steps}; {args.epochs} epochs of {len(loader)} batches; torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads")
     for name, model in models.items():
         print(f"  {name:>9}: {sum(p.numel() for p in model.parameters()):,} parameters")
@@ -149,23 +157,23 @@ def main(argv=None):
     print("\nTraining throughput against sequence length (random tokens, the same sizes otherwise):")
     print(f"{'num_steps':>10} {'library':>10} {'d2l book':>10} {'ratio':>7} {'FLOP ratio':>11}   (pairs/s)")
     for num_steps in args.lengths:
-        rates, flops = length_scaling(data, num_steps, num_batches=5)
+        rates, flops = length_scaling(data, c, num_steps, num_batches=1 if smoke else 5)
         print(f"{num_steps:>10} {rates['library']:>10.0f} {rates['d2l book']:>10.0f} "
               f"{rates['library'] / rates['d2l book']:>6.2f}x {flops['d2l book'] / flops['library']:>10.2f}x", flush=True)
 
 
-def length_scaling(data, num_steps, num_batches):
+def length_scaling(data, c, num_steps, num_batches):
     """Training throughput and FLOPs per step of fresh models on random sentences of ``num_steps`` tokens."""
     generator = torch.Generator().manual_seed(0)
     batches = []
     for _ in range(num_batches + 1):
-        src = torch.randint(4, len(data.src_vocab), (BATCH_SIZE, num_steps), generator=generator)
-        tgt = torch.randint(4, len(data.tgt_vocab), (BATCH_SIZE, num_steps), generator=generator)
-        lens = torch.full((BATCH_SIZE,), num_steps)
+        src = torch.randint(4, len(data.src_vocab), (c.batch_size, num_steps), generator=generator)
+        tgt = torch.randint(4, len(data.tgt_vocab), (c.batch_size, num_steps), generator=generator)
+        lens = torch.full((c.batch_size,), num_steps)
         batches.append((src, lens, tgt, tgt, lens))
-    models = make_models(data)
+    models = make_models(data, c)
     flops = {name: training_flops(model, batches[0], data.tgt_vocab.pad) for name, model in models.items()}
-    optimizers = {name: torch.optim.Adam(m.parameters(), lr=LR) for name, m in models.items()}
+    optimizers = {name: torch.optim.Adam(m.parameters(), lr=c.lr) for name, m in models.items()}
     seconds = {name: 0.0 for name in models}
     for i, batch in enumerate(batches):
         for name, model in models.items():
@@ -173,7 +181,7 @@ def length_scaling(data, num_steps, num_batches):
             train_step(model, optimizers[name], batch, data.tgt_vocab.pad)
             if i > 0:  # the first batch warms up
                 seconds[name] += time.perf_counter() - began
-    return {name: num_batches * BATCH_SIZE / seconds[name] for name in models}, flops
+    return {name: num_batches * c.batch_size / seconds[name] for name in models}, flops
 
 
 if __name__ == "__main__":

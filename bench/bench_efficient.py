@@ -1,9 +1,10 @@
 """Chapter 6 benchmark: attention for long sequences against dense attention, measured
 side by side in one run, and the decoder's cache against generation without it.
 
-    python bench/bench_efficient.py              # the issue's sizes (about 2 minutes)
-    python bench/bench_efficient.py --quick      # small sizes, few rounds (smoke run)
-    python bench/bench_efficient.py --threads 1  # one intra-op thread (steadier)
+    python -m bench.bench_efficient              # the issue's sizes (about 2 minutes)
+    python -m bench.bench_efficient --quick      # small sizes, few rounds
+    python -m bench.bench_efficient --threads 1  # one intra-op thread (steadier)
+    python -m bench.bench_efficient --smoke      # tiny sizes, one round, no goals: seconds
 
 Candidates (float32, CPU, forward, B = 1, H = 4 heads of Dh = 64):
   dense      softmax(Q Kᵀ/√Dh) V written out (the library's dot_product_attention with
@@ -28,24 +29,24 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from attention_lib import (  # noqa: E402
+from attention_lib import (
     TransformerDecoder,
     TransformerEncoder,
     dot_product_attention,
     set_seed,
 )
-from attention_lib.config import CHAPTER5_TRANSFORMER  # noqa: E402
-from attention_lib.efficient import (  # noqa: E402
+from attention_lib.config import CHAPTER5_TRANSFORMER
+from attention_lib.efficient import (
     AttentionPattern,
     chunked_attention,
     generate,
     local_attention,
     peak_memory,
 )
-from bench_attention import time_call  # noqa: E402  (same folder: one timer)
+from bench import SMOKE_NOTE, smoke_mode
+from bench.bench_attention import time_call  # one timer for every benchmark
+
+ROOT = Path(__file__).resolve().parents[1]
 
 HEADS, HEAD_DIM, WINDOW = 4, 64, 256
 MiB = 2**20
@@ -99,17 +100,16 @@ def dense_in_subprocess(n):
     child of this (already large) process would report the parent's peak."""
     hwm = "int(open('/proc/self/status').read().split('VmHWM:')[1].split()[0])"
     code = (
-        "import sys, torch; sys.path.insert(0, {root!r}); sys.path.insert(0,"
-        " {here!r}); from bench_efficient import inputs; from attention_lib import"
-        " dot_product_attention; q, k, v = inputs({n}); base = {hwm};"
+        "import torch; from bench.bench_efficient import inputs; from attention_lib"
+        " import dot_product_attention; q, k, v = inputs({n}); base = {hwm};"
         " {call} print({hwm} - base)"
     )
     peaks = []
     for call in ["", "dot_product_attention(q, k, v);"]:
-        src = code.format(root=str(ROOT), here=str(Path(__file__).parent), n=n,
-                          call=call, hwm=hwm)
+        src = code.format(n=n, call=call, hwm=hwm)
+        # run from the repository's root, where ``bench`` is importable
         out = subprocess.run([sys.executable, "-c", src], capture_output=True,
-                             text=True, check=True)
+                             text=True, check=True, cwd=ROOT)
         peaks.append(int(out.stdout.split()[-1]) * 1024)  # kB in /proc
     return peaks[1] - peaks[0]
 
@@ -135,7 +135,7 @@ def bench_attention(sizes, rounds, min_seconds):
     return results
 
 
-def bench_cache(lengths, batch_size, rounds):
+def bench_cache(lengths, batch_size, rounds, min_seconds=0.0):
     set_seed(0)
     vocab, c = 3000, CHAPTER5_TRANSFORMER  # chapter 5's model, random weights
     width, heads, hidden, layers = c.embed_dim, c.num_heads, c.ffn_hidden, c.num_layers
@@ -159,7 +159,8 @@ def bench_cache(lengths, batch_size, rounds):
         for _ in range(rounds):
             for use_cache in (True, False):
                 times[use_cache].append(time_call(
-                    lambda: generate(decoder, state, start, length, use_cache), 0.0))
+                    lambda: generate(decoder, state, start, length, use_cache),
+                    min_seconds))
         t = {c: statistics.median(v) for c, v in times.items()}
         speedups[length] = (t[False] / t[True], same)
         print(f"{length:>5} | {batch_size * length / t[True]:10.0f} |"
@@ -169,13 +170,22 @@ def bench_cache(lengths, batch_size, rounds):
 
 
 def main(argv):
-    quick = "--quick" in argv
+    quick, smoke = "--quick" in argv, smoke_mode(argv)
     if "--threads" in argv:
         torch.set_num_threads(int(argv[argv.index("--threads") + 1]))
-    sizes = [512, 1024] if quick else [1024, 2048, 4096]
-    rounds, min_seconds = (2, 0.01) if quick else (5, 0.2)
+    if smoke:
+        print(SMOKE_NOTE)
+        # below and above one block of the window and of chunked attention
+        sizes, rounds, min_seconds = [64, 320], 1, 0.0
+    elif quick:
+        sizes, rounds, min_seconds = [512, 1024], 2, 0.01
+    else:
+        sizes, rounds, min_seconds = [1024, 2048, 4096], 5, 0.2
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32, CPU")
     results = bench_attention(sizes, rounds, min_seconds)
+    if smoke:  # no goals judged, no cross-check in a fresh process (as --quick)
+        bench_cache([4], 2, 1)
+        return
     speedups = bench_cache([16, 64] if quick else [16, 64, 128], 16, 3)
     top, below = sizes[-1], sizes[-2]
     t, m = results[top]

@@ -2,9 +2,10 @@
 ``torch.nn.MultiheadAttention`` with the same weights, self-attention over a padded
 batch on the CPU, forward and forward + backward, at the sizes the issue names.
 
-    python bench/bench_multihead.py              # three sizes (minutes on 2 CPU cores)
-    python bench/bench_multihead.py --quick      # smallest size, few rounds (smoke run)
-    python bench/bench_multihead.py --threads 1  # one intra-op thread (steadier)
+    python -m bench.bench_multihead              # three sizes (minutes on 2 CPU cores)
+    python -m bench.bench_multihead --quick      # smallest size, few rounds
+    python -m bench.bench_multihead --threads 1  # one intra-op thread (steadier)
+    python -m bench.bench_multihead --smoke      # a tiny size, one round: seconds
 
 Measured side by side in one run: every round times each candidate once, in turn, so
 a machine that slows down slows all of them; the tables show medians over rounds and
@@ -24,19 +25,17 @@ from __future__ import annotations
 
 import statistics
 import sys
-from pathlib import Path
 
 import torch
 from torch import nn
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from attention_lib import valid_lens_to_mask  # noqa: E402
-from attention_lib.multihead import MultiHeadAttention  # noqa: E402
-from bench_attention import time_call  # noqa: E402  (same folder: one timer)
+from attention_lib import valid_lens_to_mask
+from attention_lib.multihead import MultiHeadAttention
+from bench import SMOKE_NOTE, smoke_mode
+from bench.bench_attention import time_call  # one timer for every benchmark
 
 SIZES = [(64, 32, 256, 4), (16, 256, 256, 4), (4, 1024, 256, 4)]  # (B, L, D, H)
+SMOKE_SIZES = [(2, 8, 16, 2)]
 
 
 def torch_copy(ours: MultiHeadAttention) -> nn.MultiheadAttention:
@@ -116,11 +115,17 @@ def bench_size(shape, rounds, min_seconds):
 
 
 def main(argv):
-    quick = "--quick" in argv
-    sizes, rounds, min_seconds = (SIZES[:1], 3, 0.01) if quick else (SIZES, 9, 0.05)
+    quick, smoke = "--quick" in argv, smoke_mode(argv)
+    sizes, rounds, min_seconds = (
+        (SMOKE_SIZES, 1, 0.0) if smoke
+        else (SIZES[:1], 3, 0.01) if quick
+        else (SIZES, 9, 0.05)
+    )
     if "--threads" in argv:
         torch.set_num_threads(int(argv[argv.index("--threads") + 1]))
     torch.manual_seed(0)
+    if smoke:
+        print(SMOKE_NOTE)
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32, CPU,"
         f" self-attention with padding; median of {rounds} interleaved rounds"

@@ -2,8 +2,9 @@
 ``Seq2Seq`` (same data, sizes, batches and optimiser, measured alternately in one run), then the
 book's own costs: install, site build and full notebook execution times.
 
-    python bench/bench_seq2seq.py            # everything (about 10-15 minutes on 2 CPU cores)
-    python bench/bench_seq2seq.py --quick    # throughput only
+    python -m bench.bench_seq2seq            # everything (about 10-15 minutes on 2 CPU cores)
+    python -m bench.bench_seq2seq --quick    # throughput only
+    python -m bench.bench_seq2seq --smoke    # throughput of tiny models on two batches: seconds
 
 Absolute times are not comparable between runs on shared machines; the ratio is what to read.
 """
@@ -22,24 +23,24 @@ import torch
 from torch import nn
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 if "ATTENTION_LIB_DATA" not in os.environ and (ROOT.parent / "shared/data/fra-eng/fra.txt").is_file():
     os.environ["ATTENTION_LIB_DATA"] = str(ROOT.parent / "shared/data/fra-eng")
 
 from attention_lib import EncoderDecoder, Seq2SeqDecoder, Seq2SeqEncoder, load_fra_eng, sequence_loss, set_seed  # noqa: E402
-
 from attention_lib.config import CHAPTER1_SEQ2SEQ as CONFIG  # noqa: E402  (chapter 1's settings)
+from bench import SMOKE_NOTE, smoke_mode  # noqa: E402
 
-EMBED, HIDDEN, LAYERS = CONFIG.embed_size, CONFIG.num_hiddens, CONFIG.num_layers
-DROPOUT, BATCH, LR = CONFIG.dropout, CONFIG.batch_size, CONFIG.lr
-
-
-def library_model(data):
-    return EncoderDecoder(Seq2SeqEncoder(len(data.src_vocab), EMBED, HIDDEN, LAYERS, DROPOUT),
-                          Seq2SeqDecoder(len(data.tgt_vocab), EMBED, HIDDEN, LAYERS, DROPOUT))
+# Smoke mode: tiny models, a small training subset.
+SMOKE_CONFIG = CONFIG.with_(max_train=500, embed_size=16, num_hiddens=16, num_layers=1, dropout=0.0,
+                            batch_size=16)
 
 
-def d2l_model(data):
+def library_model(data, c):
+    return EncoderDecoder(Seq2SeqEncoder(len(data.src_vocab), c.embed_size, c.num_hiddens, c.num_layers, c.dropout),
+                          Seq2SeqDecoder(len(data.tgt_vocab), c.embed_size, c.num_hiddens, c.num_layers, c.dropout))
+
+
+def d2l_model(data, c):
     """d2l's ``Seq2Seq`` with the package's ``Seq2SeqEncoder``; the package has no ``Seq2SeqDecoder``
     (the book defines it on its page), so it is assembled here from the package's parts exactly as
     the d2l book's section on sequence-to-sequence learning writes it."""
@@ -63,13 +64,14 @@ def d2l_model(data):
             outputs, hidden_state = self.rnn(torch.cat((embs, context), -1), hidden_state)
             return self.dense(outputs).swapaxes(0, 1), [enc_output, hidden_state]  # (B, Lq, V)
 
-    return d2l.Seq2Seq(d2l.Seq2SeqEncoder(len(data.src_vocab), EMBED, HIDDEN, LAYERS, DROPOUT),
-                       D2LSeq2SeqDecoder(len(data.tgt_vocab), EMBED, HIDDEN, LAYERS, DROPOUT),
-                       tgt_pad=data.tgt_vocab.pad, lr=LR)
+    sizes = (c.embed_size, c.num_hiddens, c.num_layers, c.dropout)
+    return d2l.Seq2Seq(d2l.Seq2SeqEncoder(len(data.src_vocab), *sizes),
+                       D2LSeq2SeqDecoder(len(data.tgt_vocab), *sizes),
+                       tgt_pad=data.tgt_vocab.pad, lr=c.lr)
 
 
-def make_step(model, kind, pad):
-    optimizer = torch.optim.Adam(model.parameters(), lr=LR)
+def make_step(model, kind, pad, lr):
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
 
     def step(batch):
         if kind == "library":
@@ -83,18 +85,18 @@ def make_step(model, kind, pad):
     return step
 
 
-def throughput(rounds: int = 3, batches_per_round: int = 20):
-    data = load_fra_eng(CONFIG.num_steps, CONFIG.min_freq, CONFIG.max_train)
-    batches = [b for _, b in zip(range(batches_per_round), data.loader("train", batch_size=BATCH))]
+def throughput(c=CONFIG, rounds: int = 3, batches_per_round: int = 20, warmup: int = 3):
+    data = load_fra_eng(c.num_steps, c.min_freq, c.max_train)
+    batches = [b for _, b in zip(range(batches_per_round), data.loader("train", batch_size=c.batch_size))]
     steps = {}
     for kind, build in [("library", library_model), ("d2l", d2l_model)]:
         set_seed(0)
-        model = build(data)
+        model = build(data, c)
         model(batches[0].src, *( (batches[0].src_valid_lens, batches[0].tgt_input) if kind == "library"
                                    else (batches[0].tgt_input, batches[0].src_valid_lens)))  # materialise lazy layers
         model.train()
-        steps[kind] = make_step(model, kind, data.tgt_vocab.pad)
-        for b in batches[:3]:  # warm-up
+        steps[kind] = make_step(model, kind, data.tgt_vocab.pad, c.lr)
+        for b in batches[:warmup]:  # warm-up
             steps[kind](b)
     rates = {kind: [] for kind in steps}
     for _ in range(rounds):  # alternate so both see the same machine load
@@ -102,9 +104,10 @@ def throughput(rounds: int = 3, batches_per_round: int = 20):
             start = time.perf_counter()
             for b in batches:
                 step(b)
-            rates[kind].append(len(batches) * BATCH / (time.perf_counter() - start))
+            rates[kind].append(len(batches) * c.batch_size / (time.perf_counter() - start))
     lib, ref = statistics.median(rates["library"]), statistics.median(rates["d2l"])
-    print(f"training throughput, E={EMBED} Ds={HIDDEN} layers={LAYERS} batch={BATCH} num_steps={CONFIG.num_steps}, "
+    print(f"training throughput, E={c.embed_size} Ds={c.num_hiddens} layers={c.num_layers} batch={c.batch_size} "
+          f"num_steps={c.num_steps}, "
           f"{torch.get_num_threads()} threads, median of {rounds} alternating rounds of {batches_per_round} batches")
     print(f"  attention_lib Seq2Seq: {lib:8.0f} pairs/s")
     print(f"  d2l.Seq2Seq:           {ref:8.0f} pairs/s")
@@ -137,7 +140,15 @@ def book_costs():
         print(f"full execution of {len(notebooks)} notebooks (CPU):          {execute:7.1f} s")
 
 
-if __name__ == "__main__":
+def main(argv):
+    if smoke_mode(argv):
+        print(SMOKE_NOTE)
+        throughput(SMOKE_CONFIG, rounds=1, batches_per_round=2, warmup=1)
+        return
     throughput()
-    if "--quick" not in sys.argv:
+    if "--quick" not in argv:
         book_costs()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -563,13 +563,6 @@ def test_error_loop_takes_3d_only():
         attention_loop(queries[None], keys[None], values[None])
 
 
-def test_every_public_function_has_a_shapes_block():
-    import attention_lib.attention as module
-    for name in module.__all__:
-        doc = getattr(module, name).__doc__
-        assert doc and "Shapes:" in doc and "chapters/02_attention/" in doc, name
-
-
 def test_grid_of_sizes_matches_sdpa():
     # A parametrised grid on top of the hypothesis tests: odd sizes, one key, one query.
     for batch_size, num_queries, num_kv, size in itertools.product(

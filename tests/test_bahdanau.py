@@ -6,14 +6,20 @@ from d2l import torch as d2l
 
 from attention_lib import (
     BahdanauDecoder,
+    Decoder,
     EncoderDecoder,
     Seq2SeqEncoder,
+    beam_search,
     bleu_by_length,
     greedy_decode,
     set_seed,
     train_seq2seq,
 )
-from d2l_bahdanau import Seq2SeqAttentionDecoder, copy_d2l_into_library
+from references.d2l_bahdanau import (
+    D2LTranslator,
+    Seq2SeqAttentionDecoder,
+    copy_d2l_into_library,
+)
 
 V_SRC, V_TGT, E, HD, LAYERS = 30, 40, 8, 16, 2
 
@@ -36,14 +42,14 @@ TGT_INPUT = torch.tensor([[1, 5, 6, 7, 8], [1, 9, 10, 2, 0], [1, 11, 12, 13, 2]]
 @pytest.mark.parametrize("reset_after", [False, True])
 def test_shapes_and_weights_per_step(reset_after):
     model = make_model(reset_after)
-    logits = model(SRC, SRC_LENS, TGT_INPUT)
+    logits = model(SRC, SRC_LENS, TGT_INPUT, need_weights=True)
     assert logits.shape == (3, 5, V_TGT)
     assert model.decoder.attention_weights.shape == (3, 5, 6)  # (B, Lq, Lk)
 
 
 def test_weights_are_zero_at_source_padding_and_sum_to_one():
     model = make_model()
-    model(SRC, SRC_LENS, TGT_INPUT)
+    model(SRC, SRC_LENS, TGT_INPUT, need_weights=True)
     weights = model.decoder.attention_weights  # (B, Lq, Lk)
     for i, n in enumerate(SRC_LENS.tolist()):
         assert (weights[i, :, n:] == 0).all()
@@ -56,18 +62,21 @@ def test_a_batch_decodes_as_each_sentence_alone(reset_after):
     """Padding does not leak: each row of the batch equals the sentence decoded on its
     own, unpadded."""
     model = make_model(reset_after)
-    logits = model(SRC, SRC_LENS, TGT_INPUT)
+    logits = model(SRC, SRC_LENS, TGT_INPUT, need_weights=True)
     weights = model.decoder.attention_weights
     for i, n in enumerate(SRC_LENS.tolist()):
-        alone = model(SRC[i:i + 1, :n], SRC_LENS[i:i + 1], TGT_INPUT[i:i + 1])
+        alone = model(SRC[i:i + 1, :n], SRC_LENS[i:i + 1], TGT_INPUT[i:i + 1],
+                      need_weights=True)
         torch.testing.assert_close(logits[i:i + 1], alone)
         torch.testing.assert_close(
             weights[i : i + 1, :, :n], model.decoder.attention_weights
         )
-    batch, batch_weights = greedy_decode(model, SRC, SRC_LENS, bos=1, eos=2, max_len=8)
+    batch, batch_weights = greedy_decode(model, SRC, SRC_LENS, bos=1, eos=2, max_len=8,
+                                         need_weights=True)
     for i, n in enumerate(SRC_LENS.tolist()):
         alone, alone_weights = greedy_decode(
-            model, SRC[i : i + 1, :n], SRC_LENS[i : i + 1], bos=1, eos=2, max_len=8
+            model, SRC[i : i + 1, :n], SRC_LENS[i : i + 1], bos=1, eos=2, max_len=8,
+                need_weights=True
         )
         assert batch[i] == alone[0]
         # one layout: per sentence, (T, Lk) with T = max(len(output), 1)
@@ -81,12 +90,14 @@ def test_greedy_decoding_stops_at_eos_and_returns_weights():
     with torch.no_grad():
         model.decoder.dense.bias.zero_()
         model.decoder.dense.bias[7] = 50.0  # word 7 first ...
-    sentences, weights = greedy_decode(model, SRC, SRC_LENS, bos=1, eos=2, max_len=10)
+    sentences, weights = greedy_decode(model, SRC, SRC_LENS, bos=1, eos=2, max_len=10,
+                                       need_weights=True)
     assert sentences == [[7] * 10] * 3
     assert [w.shape for w in weights] == [(10, 6)] * 3  # per sentence: (T, Lk)
     with torch.no_grad():
         model.decoder.dense.bias[2] = 100.0  # ... unless <eos> wins
-    sentences, weights = greedy_decode(model, SRC, SRC_LENS, bos=1, eos=2, max_len=10)
+    sentences, weights = greedy_decode(model, SRC, SRC_LENS, bos=1, eos=2, max_len=10,
+                                       need_weights=True)
     assert sentences == [[], [], []]
     assert [w.shape for w in weights] == [(1, 6)] * 3  # an empty output keeps one row
 
@@ -97,7 +108,8 @@ def test_the_query_is_the_previous_state():
     model = make_model()
     enc_outputs, enc_state = model.encoder(SRC, SRC_LENS)
     model.decoder(
-        TGT_INPUT[:, :1], model.decoder.init_state((enc_outputs, enc_state), SRC_LENS)
+        TGT_INPUT[:, :1], model.decoder.init_state((enc_outputs, enc_state), SRC_LENS),
+            need_weights=True
     )
     attention = model.decoder.attention
     query = enc_state[-1].unsqueeze(1)  # s_0, (B, 1, Ds)
@@ -109,9 +121,10 @@ def test_the_query_is_the_previous_state():
 
 def test_precomputed_keys_change_nothing():
     model = make_model()
-    expected = model(SRC, SRC_LENS, TGT_INPUT)
+    expected = model(SRC, SRC_LENS, TGT_INPUT, need_weights=True)
     model.decoder.precompute_keys = False
-    torch.testing.assert_close(model(SRC, SRC_LENS, TGT_INPUT), expected)
+    torch.testing.assert_close(model(SRC, SRC_LENS, TGT_INPUT,
+                                     need_weights=True), expected)
     state = model.decoder.init_state(model.encoder(SRC, SRC_LENS), SRC_LENS)
     assert state.projected_keys is None
 
@@ -121,10 +134,10 @@ def test_state_carries_over_between_calls():
     call."""
     model = make_model()
     state = model.decoder.init_state(model.encoder(SRC, SRC_LENS), SRC_LENS)
-    all_at_once, final = model.decoder(TGT_INPUT, state)
+    all_at_once, final = model.decoder(TGT_INPUT, state, need_weights=True)
     steps = []
     for t in range(TGT_INPUT.shape[1]):
-        logits, state = model.decoder(TGT_INPUT[:, t:t + 1], state)
+        logits, state = model.decoder(TGT_INPUT[:, t:t + 1], state, need_weights=True)
         steps.append(logits)
     torch.testing.assert_close(torch.cat(steps, dim=1), all_at_once)
     torch.testing.assert_close(state.hidden, final.hidden)
@@ -149,6 +162,7 @@ def test_bad_encoder_state_is_named():
         model.decoder(
             TGT_INPUT.float(),
             model.decoder.init_state((enc_outputs, enc_state), SRC_LENS),
+                need_weights=True,
         )
 
 
@@ -181,7 +195,7 @@ def test_matches_the_d2l_book_decoder_on_full_length_sources(num_layers):
         expected = d2l_decoder(
             TGT_INPUT, d2l_decoder.init_state(d2l_encoder(src), lens)
         )[0]
-        got = model(src, lens, TGT_INPUT)
+        got = model(src, lens, TGT_INPUT, need_weights=True)
     torch.testing.assert_close(got, expected)
     # list of (B, 1, Lk)
     expected_weights = torch.cat(d2l_decoder.attention_weights, dim=1)
@@ -201,7 +215,7 @@ def test_matches_the_d2l_book_decoder_step_by_step_with_padding(num_layers):
         state = model.decoder.init_state((enc_outputs, enc_state), SRC_LENS)
         for t in range(TGT_INPUT.shape[1]):
             expected, d2l_state = d2l_decoder(TGT_INPUT[:, t:t + 1], d2l_state)
-            got, state = model.decoder(TGT_INPUT[:, t:t + 1], state)
+            got, state = model.decoder(TGT_INPUT[:, t:t + 1], state, need_weights=True)
             torch.testing.assert_close(got, expected)
             torch.testing.assert_close(state.hidden, d2l_state[1])
             torch.testing.assert_close(
@@ -218,7 +232,31 @@ def test_the_material_variant_is_a_different_function():
         expected = d2l_decoder(
             TGT_INPUT, d2l_decoder.init_state(d2l_encoder(src), lens)
         )[0]
-        assert (model(src, lens, TGT_INPUT) - expected).abs().max() > 1e-3
+        assert (model(src, lens, TGT_INPUT,
+                      need_weights=True) - expected).abs().max() > 1e-3
+
+
+def test_the_d2l_translator_follows_the_decoder_protocol():
+    """bench/bench_bahdanau.py decodes the d2l book's model with the library's
+    functions: a beam of one is greedy decoding, and a wider beam reorders its state."""
+    set_seed(0)
+    model = D2LTranslator(V_SRC, V_TGT, E, HD, LAYERS).eval()
+    assert isinstance(model.decoder, Decoder)
+    greedy, greedy_weights = greedy_decode(model, SRC, SRC_LENS, 1, 2, max_len=5,
+                                           need_weights=True)
+    beam, beam_weights = beam_search(model, SRC, SRC_LENS, 1, 2, 5, beam_size=1,
+                                     need_weights=True)
+    assert beam == greedy
+    assert len(beam_weights) == len(greedy_weights)
+    for got, want in zip(beam_weights, greedy_weights):
+        torch.testing.assert_close(got, want)
+    state = model.decoder.init_state(model.encoder(SRC, SRC_LENS), SRC_LENS)
+    picked = model.decoder.reorder_state(state, torch.tensor([2, 2, 0]))
+    torch.testing.assert_close(picked[0], state[0][[2, 2, 0]])
+    torch.testing.assert_close(picked[1], state[1][:, [2, 2, 0]])
+    assert picked[2].tolist() == [2, 2, 6]
+    wide, _ = beam_search(model, SRC, SRC_LENS, 1, 2, 5, beam_size=3, need_weights=True)
+    assert len(wide) == len(SRC)
 
 
 # --------------------------------------------------------------------------- learning
@@ -341,10 +379,11 @@ def test_paper_initial_state_is_tanh_of_the_backward_state(num_layers):
 
 def test_paper_model_decodes_a_batch_as_each_sentence_alone():
     model = make_paper_model()
-    logits = model(SRC, SRC_LENS, TGT_INPUT)
+    logits = model(SRC, SRC_LENS, TGT_INPUT, need_weights=True)
     assert logits.shape == (3, 5, V_TGT)
     for i, n in enumerate(SRC_LENS.tolist()):
-        alone = model(SRC[i : i + 1, :n], SRC_LENS[i : i + 1], TGT_INPUT[i : i + 1])
+        alone = model(SRC[i : i + 1, :n], SRC_LENS[i : i + 1], TGT_INPUT[i : i + 1],
+                      need_weights=True)
         torch.testing.assert_close(logits[i : i + 1], alone)
 
 

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "book" / "checks.md"

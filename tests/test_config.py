@@ -99,13 +99,16 @@ def test_the_retyping_pattern_finds_what_it_should():
     assert not RETYPED.search("EMBED_SIZE, NUM_HIDDENS = config.embed_size, config.x")
 
 
-def test_the_dataclasses_say_their_shapes_and_where_they_are_taught():
-    import attention_lib.config as module
-
-    for name in module.__all__:
-        value = getattr(module, name)
-        if isinstance(value, type):
-            doc = value.__doc__ or ""
-            assert "Shapes:" in doc, name
-            taught = re.search(r"Taught in ``([^`]+)``", doc)
-            assert taught and (ROOT / taught.group(1)).is_file(), name
+def test_the_transformer_settings_build_their_model():
+    from attention_lib.config import CHAPTER5_TRANSFORMER as config
+    model = config.build(30, 40, max_len=20)
+    encoder, decoder = model.encoder, model.decoder
+    assert len(encoder.blocks) == len(decoder.blocks) == config.num_layers
+    assert encoder.embedding.weight.shape == (30, config.embed_dim)
+    assert decoder.dense.out_features == 40
+    attention = decoder.blocks[0].self_attention
+    assert (attention.num_heads, attention.embed_dim) == (config.num_heads,
+                                                         config.embed_dim)
+    assert decoder.blocks[0].ffn.ffn_hidden == config.ffn_hidden
+    assert encoder.final_norm is not None  # norm_first
+    assert encoder.positional.max_len == 20

@@ -1,8 +1,3 @@
-import inspect
-import json
-import re
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
@@ -14,8 +9,6 @@ from attention_lib import valid_lens_to_mask
 from attention_lib.diagrams import (draw_attention_pooling, draw_decoder_step,
                                     draw_dependency_chain, draw_mask_grid,
                                     draw_seq2seq_contexts)
-
-ROOT = Path(__file__).resolve().parents[1]
 
 DEFAULT_CALLS = {
     "draw_attention_pooling": lambda: draw_attention_pooling(),
@@ -52,23 +45,6 @@ def texts_of(fig):
 
 def test_every_diagram_is_in_all_and_has_a_call_here():
     assert sorted(diagrams.__all__) == sorted(DEFAULT_CALLS)
-
-
-@pytest.mark.parametrize("name", sorted(DEFAULT_CALLS))
-def test_docstring_names_shapes_and_a_notebook_that_shows_the_diagram(name):
-    doc = inspect.getdoc(getattr(diagrams, name))
-    assert "Shapes:" in doc, name
-    match = re.search(r"Taught in ``(chapters/[^`]+\.ipynb)``", doc)
-    assert match, f"{name}: no 'Taught in ``chapters/...ipynb``' line"
-    notebook = ROOT / match.group(1)
-    assert notebook.is_file(), f"{name}: {notebook} does not exist"
-    sources = [
-        "".join(cell["source"])
-        for cell in json.loads(notebook.read_text())["cells"]
-        if cell["cell_type"] == "code"
-    ]
-    assert any(f"{name}(" in source for source in sources), (
-        f"{name}: {match.group(1)} never calls it")
 
 
 @pytest.mark.parametrize("name", sorted(DEFAULT_CALLS))

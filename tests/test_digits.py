@@ -8,7 +8,6 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attention_lib import digits
 from attention_lib.digits import (
     BOS,
     CAPTION_VOCAB_SIZE,
@@ -230,12 +229,3 @@ def test_box_mask_covers_exactly_the_box(corners):
     expected = torch.zeros(9, 9, dtype=torch.bool)
     expected[top:bottom, left:right] = True
     assert torch.equal(mask, expected)
-
-
-def test_docstrings_say_shapes_and_the_chapter():
-    for name in digits.__all__:
-        value = getattr(digits, name)
-        if callable(value):
-            doc = value.__doc__ or ""
-            assert "Shapes:" in doc, name
-            assert "Taught in ``chapters/07_visual/0" in doc, name

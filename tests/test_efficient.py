@@ -547,25 +547,29 @@ def bad_chunked_calls():
         ("both", lambda: chunked_attention(q, k, v, mask, pattern=pattern),
          ValueError, "mask or pattern"),
         ("float mask", lambda: chunked_attention(q, k, v, mask.double()),
-         TypeError, "mask must be a boolean tensor"),
+         TypeError, "mask must be a bool tensor .True = may attend., got dtype"),
         ("list mask", lambda: chunked_attention(q, k, v, [[True]]),
-         TypeError, "mask must be a boolean tensor"),
+         TypeError, "mask must be a bool torch.Tensor .* got a list"),
+        ("mask shape", lambda: chunked_attention(q, k, v, mask[:, :4]),
+         ValueError, r"mask of shape \(5, 4\) does not broadcast to .*\(2, 5, 6\)"),
+        ("batch", lambda: chunked_attention(q, k[:1], v[:1]),
+         ValueError, r"keys must have the same leading \(batch\) dimensions as"),
         ("pattern", lambda: chunked_attention(q, k, v, pattern=mask),
          TypeError, "pattern must be an AttentionPattern"),
         ("D", lambda: chunked_attention(q, randn(2, 6, 5), v),
-         ValueError, r"same size D.*\(2, 5, 4\).*\(2, 6, 5\)"),
+         ValueError, r"one size D.*\(2, 5, 4\).*\(2, 6, 5\)"),
         ("Lk", lambda: chunked_attention(q, k, randn(2, 7, 3)),
-         ValueError, r"same length Lk.*\(2, 6, 4\).*\(2, 7, 3\)"),
+         ValueError, r"in pairs.*\(2, 6, 4\).*\(2, 7, 3\)"),
         ("dtypes", lambda: chunked_attention(q, k.float(), v),
-         TypeError, "share one dtype.*float32"),
+         TypeError, "keys has dtype torch.float32 but queries has dtype torch.float64"),
         ("q list", lambda: chunked_attention(q.tolist(), k, v),
-         TypeError, "q must be a torch.Tensor, got a list"),
+         TypeError, "queries must be a torch.Tensor, got a list"),
         ("v None", lambda: chunked_attention(q, k, None),
-         TypeError, "v must be a torch.Tensor, got None"),
+         TypeError, "values must be a torch.Tensor, got None"),
         ("integer", lambda: chunked_attention(q.long(), k, v),
-         TypeError, "q must be floating point"),
+         TypeError, "queries must be a floating-point tensor"),
         ("1-d", lambda: chunked_attention(q[0, 0], k, v),
-         ValueError, r"q must have shape \(\.\.\., L, D\)"),
+         ValueError, r"queries must have shape \(\.\.\., L, size\)"),
         ("q_block", lambda: chunked_attention(q, k, v, q_block=0),
          ValueError, "q_block must be at least 1"),
         ("kv_block", lambda: chunked_attention(q, k, v, kv_block=2.0),
@@ -669,8 +673,12 @@ def test_bad_local_attention_input_is_named():
         local_attention(q, q[:, :6], q[:, :6], AttentionPattern(window=3))
     with pytest.raises(TypeError, match="pattern must be an AttentionPattern"):
         local_attention(q, q, q, torch.ones(8, 8, dtype=torch.bool))
-    with pytest.raises(TypeError, match="q must be a torch.Tensor"):
+    with pytest.raises(TypeError, match="queries must be a torch.Tensor"):
         local_attention(None, q, q, AttentionPattern(window=3))
+    with pytest.raises(ValueError, match=r"keys must have the same leading \(batch\)"):
+        local_attention(q, q[:1], q[:1], AttentionPattern(window=3))
+    empty = local_attention(q[:, :0], q[:, :0], q[:, :0], AttentionPattern(window=3))
+    assert empty.shape == (2, 0, 4)  # no positions: an empty result, as chunked's
     for bad in (0, -1):
         with pytest.raises(ValueError, match="block_size"):
             local_attention(q, q, q, AttentionPattern(window=3), block_size=bad)

@@ -185,7 +185,7 @@ class _StandInDecoder(torch.nn.Module):
         src, step = state
         return src[index], step
 
-    def forward(self, token, state):
+    def forward(self, token, state, *, need_weights=False):
         src, step = state
         logits = torch.zeros(src.shape[0], 1, self.vocab_size)  # (B, 1, V)
         if self.perfect:
@@ -227,7 +227,7 @@ def test_copy_accuracy_counts_symbols_at_the_right_position():
     from attention_lib.data import Batch
 
     class Fixed(_StandInDecoder):  # always answers 3 4 5 <eos>
-        def forward(self, token, state):
+        def forward(self, token, state, *, need_weights=False):
             src, step = state
             logits = torch.zeros(src.shape[0], 1, 13)
             logits[:, 0, [3, 4, 5, 2][min(step, 3)]] = 1.0

@@ -283,6 +283,14 @@ def test_the_checked_cell_is_the_library_cell():
     )
 
 
+
+@pytest.mark.parametrize("answer", [stock_gru_solution, stock_gru_d2l_order])
+def test_check_stock_gru_leaves_the_global_random_state_alone(answer):
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    check_stock_gru(answer)
+    assert torch.equal(torch.get_rng_state(), state)
+
 # ---------------------------------------------------------------- check_best_hypothesis
 
 

@@ -16,7 +16,8 @@ import attention_lib.exercises as exercises
 from attention_lib.exercises._feedback import Feedback
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ["self_attention", "transformer", "efficient", "visual"]
+MODULES = ["ch04_self_attention", "ch05_bug_hunt", "ch05_transformer", "ch06_efficient",
+           "ch07_visual"]
 CHECKERS = {
     f"{name}.{check}": getattr(importlib.import_module(f"{exercises.__name__}.{name}"),
                                check)

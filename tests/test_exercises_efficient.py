@@ -8,7 +8,7 @@ import pytest
 import torch
 from answer_forms import NUMBER_FORMS, assert_rejects, in_form
 
-import attention_lib.exercises.efficient as module
+import attention_lib.exercises.ch06_efficient as module
 from attention_lib.efficient import (
     AttentionPattern,
     attend,
@@ -16,7 +16,7 @@ from attention_lib.efficient import (
     generate,
     merge_partials,
 )
-from attention_lib.exercises.efficient import (
+from attention_lib.exercises.ch06_efficient import (
     check_merge_partials,
     check_online_softmax,
     check_positions_processed,

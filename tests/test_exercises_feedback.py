@@ -8,6 +8,9 @@ from attention_lib.exercises import Feedback, check_bleu, check_preprocess
 from attention_lib.exercises._feedback import (
     checker,
     close,
+    close_where_defined,
+    diagnose,
+    diagnose_numbers,
     read_index,
     read_number,
     read_tensor,
@@ -220,3 +223,74 @@ def test_an_error_in_the_readers_code_is_still_an_error():
     assert (
         "ZeroDivisionError" in feedback.message and "#cf222e" in feedback._repr_html_()
     )
+
+
+# --- diagnose: cases, a reference and named mistakes as data --------------------------
+
+CASES = [(torch.tensor([1.0, 2.0, 3.0]),), (torch.tensor([[0.5, -1.0], [2.0, 4.0]]),)]
+MISTAKES = [
+    (lambda x: 2 * x, "you doubled it."),
+    (lambda x: (x * x).T if x.dim() == 2 else None,
+     lambda x: f"transposed, {x.dim()}-d."),
+]
+
+
+def check_square(fn):
+    return diagnose(fn, CASES, lambda x: x * x, MISTAKES, what="squares",
+                    where=lambda x: f"For shape {tuple(x.shape)}", correct="Right.")
+
+
+@pytest.mark.parametrize(
+    "answer, message",
+    [
+        (lambda x: x**2, "Right."),
+        (lambda x: (x * x).tolist(), "Right."),
+        (lambda x: 2 * x, "For shape (3,): you doubled it."),
+        (lambda x: (x * x).T if x.dim() == 2 else x * x, "For shape (2, 2): transposed,"
+         " 2-d."),
+        (lambda x: x**3, "For shape (3,): your squares differ from the expected ones:"
+         " the first values should be [1.0, 4.0, 9.0], yours are [1.0, 8.0, 27.0]."),
+        (lambda x: (x * x)[:2], "For shape (3,): The squares should have shape (3,),"
+         " yours has shape (2,)."),
+        (lambda x: None, "Your function returned None: return the squares."),
+    ],
+)
+def test_diagnose_names_the_first_matching_mistake_else_what_differs(answer, message):
+    assert check_square(answer).message == message
+
+
+def test_diagnose_passes_copies_and_keeps_the_starter_and_errors_as_feedback():
+    def mutating(x):
+        x.zero_()
+        return x
+
+    assert not check_square(mutating) and CASES[0][0].tolist() == [1.0, 2.0, 3.0]
+
+    def starter(x):
+        raise NotImplementedError
+
+    assert check_square(starter).todo
+    feedback = diagnose(lambda x: 1 / 0, CASES, lambda x: x, what="x", correct="",
+                        hint=[("division", "(Divide by something else.)")])
+    assert feedback.message.endswith("division by zero (Divide by something else.)")
+
+
+def test_close_where_defined_ignores_what_the_mistake_leaves_undefined():
+    expected = torch.tensor([[0.5, 0.5], [float("nan"), float("nan")]])
+    assert close_where_defined(torch.tensor([[0.5, 0.5], [0.0, 1.0]]), expected)
+    assert not close_where_defined(torch.tensor([[0.5, 0.4], [0.0, 1.0]]), expected)
+    assert not close_where_defined(torch.full((2, 2), float("nan")), expected)
+
+
+def test_diagnose_numbers_judges_every_case_together():
+    def check(fn):
+        return diagnose_numbers(
+            fn, [(2,), (3,)], lambda n: n * n, [(lambda n: 2 * n, "2n, not n².")],
+            what="count", correct=lambda expected: f"Right: {expected}.",
+        )
+
+    assert check(lambda n: n * n).message == "Right: [4.0, 9.0]."
+    assert check(lambda n: 2 * n).message == "Not yet: 2n, not n²."
+    assert check(lambda n: 4).message == "For (3,) you give 4; expected 9."
+    assert "Your function raised" in check(lambda n: [][0]).message
+

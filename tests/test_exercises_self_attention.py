@@ -12,7 +12,7 @@ from answer_forms import (
     not_implemented,
 )
 
-import attention_lib.exercises.self_attention as module
+import attention_lib.exercises.ch04_self_attention as module
 from attention_lib import MultiHeadAttention
 from attention_lib.exercises import (
     check_attention_weights,
@@ -170,6 +170,8 @@ def test_attention_weights_accepts_every_form(solution, form):
         (weights(softmax=False, scale="none"), ["raw scores"]),
         (weights(scale="none"), ["the scale is missing", "√Dh = √5"]),
         (weights(scale="model"), ["you divided by √D = √15"]),
+        (lambda q, k: torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1], dim=-1),
+         ["you divided by Dh = 5", "√Dh"]),
         (weights(swap=True), ["weights of k qᵀ"]),
         (lambda q, k: weights()(q, k).transpose(-2, -1)
          if q.shape[2] == k.shape[2] else weights()(q, k),
@@ -255,6 +257,8 @@ def test_head_scale_accepts_every_form(solution, form):
         (mha(merge_transpose=False), ["merged them without the transpose"]),
         (mha(merge_transpose=False, split_transpose=False),
          ["split and merged with reshape alone"]),
+        (mha(split_transpose=False),
+         ["split the heads with reshape (or view) alone", "transpose(1, 2)"]),
         (lambda q, k, v, h: split_reshape(q, h), ["(B, H, Lq, Dh) = (2, 3, 4, 4)",
                                                   "merge_heads"]),
         (lambda q, k, v, h: mha()(q, k, v, h)[:, :, :4],

@@ -1,12 +1,11 @@
 """Each chapter-1 checker accepts the solution and rejects typical wrong answers with a
 specific message."""
-import math
 
 import pytest
 import torch
 
 from attention_lib import bleu, preprocess, truncate_pad
-from attention_lib.exercises.seq2seq import _bleu_variant
+from attention_lib.exercises.ch01_seq2seq import _bleu_variant
 from attention_lib.exercises import (
     check_bleu,
     check_preprocess,
@@ -266,7 +265,7 @@ def test_an_exception_in_the_answer_becomes_feedback(check):
 # --- predicting the number of parameters ----------------------------------------------
 
 from attention_lib.exercises import check_num_parameters  # noqa: E402
-from attention_lib.exercises.seq2seq import _seq2seq_parameters  # noqa: E402
+from attention_lib.exercises.ch01_seq2seq import _seq2seq_parameters  # noqa: E402
 
 
 def assert_rejects(feedback, *phrases):

@@ -13,14 +13,14 @@ from answer_forms import (
 from torch.nn import functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-import attention_lib.exercises.transformer as module
+import attention_lib.exercises.ch05_transformer as module
 from attention_lib import (
     TransformerDecoder,
     TransformerDecoderBlock,
     TransformerEncoderBlock,
     warmup_rate,
 )
-from attention_lib.exercises.transformer import (
+from attention_lib.exercises.ch05_transformer import (
     check_cache_size,
     check_decoder_block_parameters,
     check_encoder_block_macs,
@@ -88,7 +88,7 @@ def test_counting_checkers_leave_the_random_state_alone():
     check_encoder_block_parameters(encoder_count)
     check_decoder_block_parameters(decoder_count)
     check_encoder_block_macs(lambda l, d, f: 4 * d * d + 2 * l * d + 2 * d * f)
-    check_cache_size(lambda t, n, d, b: n * b * t * d)
+    check_cache_size(lambda t, n, d, b: 2 * n * b * t * d)
     check_sublayer(lambda x, s, n, first: x + s(n(x)) if first else n(x + s(x)))
     assert torch.equal(state, torch.get_rng_state())
 
@@ -484,7 +484,7 @@ def test_sublayer_setup_tells_every_placement_apart():
 # --- 6. the decoder's cache -----------------------------------------------------------
 
 def cache_numbers(steps, num_layers, width, batch_size):
-    return num_layers * batch_size * steps * width
+    return 2 * num_layers * batch_size * steps * width
 
 
 def test_the_cache_formula_equals_the_library_fed_in_steps_or_at_once():
@@ -498,8 +498,9 @@ def test_the_cache_formula_equals_the_library_fed_in_steps_or_at_once():
             _, state = decoder(tokens[:, t:t + 1], state)
         _, at_once = decoder(tokens, decoder.init_state(enc_outputs))
     for final in (state, at_once):
-        assert [tuple(c.shape) for c in final.cache] == [(3, 6, 12)] * 2
-        assert sum(c.numel() for c in final.cache) == cache_numbers(6, 2, 12, 3)
+        assert [tuple(c.keys.shape) for c in final.cache] == [(3, 3, 6, 4)] * 2
+        numbers = sum(t.numel() for c in final.cache for t in c)  # keys and values
+        assert numbers == cache_numbers(6, 2, 12, 3)
     for case in module._CACHE_CASES:
         assert module._cache_numbers(*case) == cache_numbers(*case)
 
@@ -507,23 +508,23 @@ def test_the_cache_formula_equals_the_library_fed_in_steps_or_at_once():
 @pytest.mark.parametrize("form", BIG_NUMBER_FORMS)
 def test_cache_size_accepts_any_number_form(form):
     feedback = check_cache_size(in_form(lambda *a: float(cache_numbers(*a)), form))
-    assert feedback and "307,200" in feedback.message
+    assert feedback and "614,400" in feedback.message
 
 
 @pytest.mark.parametrize(
     "wrong, phrases",
     [
-        (lambda t, n, d, b: 2 * n * b * t * d,
-         ["projected keys and values", "half the numbers"]),
-        (lambda t, n, d, b: b * t * d, ["every layer keeps its own cache"]),
-        (lambda t, n, d, b: n * t * d, ["each sentence of the batch"]),
-        (lambda t, n, d, b: n * b * t, ["each cached position is D numbers"]),
-        (lambda t, n, d, b: n * b * (t + 1) * d, ["one position too many"]),
-        (lambda t, n, d, b: n * b * (t - 1) * d, ["one position too few"]),
-        (lambda t, n, d, b: n * b * d * t * (t + 1) // 2,
+        (lambda t, n, d, b: n * b * t * d,
+         ["one tensor per layer", "keys *and* the values"]),
+        (lambda t, n, d, b: 2 * b * t * d, ["every layer keeps its own cache"]),
+        (lambda t, n, d, b: 2 * n * t * d, ["each sentence of the batch"]),
+        (lambda t, n, d, b: 2 * n * b * t, ["each cached position is D numbers"]),
+        (lambda t, n, d, b: 2 * n * b * (t + 1) * d, ["one position too many"]),
+        (lambda t, n, d, b: 2 * n * b * (t - 1) * d, ["one position too few"]),
+        (lambda t, n, d, b: n * b * d * t * (t + 1),
          ["summed the cache's size over all steps"]),
         (lambda t, n, d, b: cache_numbers(t, n, d, b) + 1,
-         ["For T = 5, N = 3, D = 8, B = 2 you count 241", "holds 240"]),
+         ["For T = 5, N = 3, D = 8, B = 2 you count 481", "holds 480"]),
     ],
 )
 def test_cache_size_names_each_mistake(wrong, phrases):

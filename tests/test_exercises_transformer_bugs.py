@@ -16,8 +16,7 @@ from attention_lib import (
     split_heads,
     valid_lens_to_mask,
 )
-from attention_lib.exercises._feedback import Feedback
-from attention_lib.exercises.transformer_bugs import (
+from attention_lib.exercises.ch05_bug_hunt import (
     check_attention_step,
     check_causal_mask,
     check_cross_attention,
@@ -260,6 +259,9 @@ def variant(**options):
         (variant(scale="D"), ["scale √D instead of √Dh"]),
         (variant(dim=-2), ["softmax over the queries"]),
         (variant(use_mask=False), ["mask ignored"]),
+        (lambda q, k, v, h, allowed: attend(q, k, v, h, ~allowed), ["mask inverted"]),
+        (lambda q, k, v, h, allowed: attend(q, k, v, h, ~allowed, scale="none"),
+         ["2 mistakes together", "no scale", "mask inverted"]),
         (variant(split="view", scale="none", dim=-2),
          ["3 mistakes together", "view without transpose", "no scale",
           "softmax over the queries"]),
@@ -287,7 +289,7 @@ def test_attention_step_starter_is_your_turn():
 
 
 def test_every_checker_says_where_it_is_taught():
-    import attention_lib.exercises.transformer_bugs as module
+    import attention_lib.exercises.ch05_bug_hunt as module
 
     page = "chapters/05_transformer/04_bug_hunt.ipynb"
     assert (Path(__file__).resolve().parents[1] / page).exists()

@@ -14,9 +14,9 @@ from answer_forms import (
     in_form,
 )
 
-import attention_lib.exercises.visual as module
+import attention_lib.exercises.ch07_visual as module
 from attention_lib.digits import box_mask
-from attention_lib.exercises.visual import (
+from attention_lib.exercises.ch07_visual import (
     check_channel_gate,
     check_gate_parameters,
     check_image_to_tokens,

@@ -1,6 +1,6 @@
-"""Code is at most 88 characters wide: the library, the tools, the tests and every
-notebook's code cells (the website shows 88 characters of code without scrolling;
-book/_static/book.css).
+"""Code is at most 88 characters wide: the library, the tools, the tests, the reference
+models and every notebook's code cells (the website shows 88 characters of code without
+scrolling; book/_static/book.css).
 
 A small check rather than a linter, so that it needs nothing beyond the test
 environment.
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 88
 SOURCES = sorted(
     path
-    for folder in ("attention_lib", "tools", "tests", "book/_ext")
+    for folder in ("attention_lib", "tools", "tests", "references", "book/_ext")
     for path in (ROOT / folder).rglob("*.py")
 )
 NOTEBOOKS = sorted(

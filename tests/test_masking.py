@@ -1,5 +1,6 @@
 """masked_softmax and valid_lens_to_mask: parity with d2l, the mask convention, half
 precision, errors."""
+import math
 import re
 
 import numpy as np
@@ -172,7 +173,8 @@ def test_error_mask_with_extra_dimensions_is_not_silently_broadcast():
 
 def test_error_scores_not_float_or_too_few_dims():
     with pytest.raises(
-        TypeError, match="attn_scores must be a floating-point torch.Tensor"
+        TypeError,
+        match="attn_scores must be a floating-point tensor, got dtype torch.int64",
     ):
         masked_softmax(torch.ones(2, 3, dtype=torch.long))
     with pytest.raises(
@@ -259,3 +261,14 @@ def test_causal_mask_lets_each_query_see_its_past_and_itself():
     ]
     with pytest.raises(ValueError, match="num_kv"):
         causal_mask(3, 2)
+
+
+def test_a_minus_infinite_score_at_the_only_allowed_key_gives_no_weight_to_padding():
+    """The score −∞ at the one key a query may see leaves it nothing to attend to:
+    zeros, not the weight spread over the padding (which a finite fill would give)."""
+    scores = torch.tensor([[[-math.inf, 0.0, 0.0]]])
+    weights = masked_softmax(scores, valid_lens=torch.tensor([1]))
+    assert torch.equal(weights, torch.zeros(1, 1, 3))
+    weights = masked_softmax(torch.tensor([[[-math.inf, 1.0, 0.0]]]),
+                             valid_lens=torch.tensor([2]))
+    assert torch.equal(weights, torch.tensor([[[0.0, 1.0, 0.0]]]))

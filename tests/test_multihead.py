@@ -474,15 +474,7 @@ def test_dropout_drops_a_heads_weight_not_single_features(need_weights):
     assert 0.2 < dropped.float().mean() < 0.8
 
 
-# --- documentation and bad input ------------------------------------------------------
-
-def test_every_public_name_has_a_shapes_block_and_a_notebook_line():
-    import attention_lib.multihead as module
-    for name in module.__all__:
-        doc = getattr(module, name).__doc__
-        assert doc and "Shapes:" in doc, name
-        assert "Taught in ``chapters/" in doc and ".ipynb``" in doc, name
-
+# --- bad input ----------------------------------------------------------------------
 
 @pytest.mark.parametrize(
     "kwargs, error, message",

@@ -1,6 +1,5 @@
 """Structure of the committed notebooks (nbval re-runs their code; these check the
 rest)."""
-import json
 import re
 import subprocess
 import sys

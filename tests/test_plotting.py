@@ -182,3 +182,21 @@ def test_static_explorer_refuses_too_many_states_a_dead_control_and_bad_input():
     with pytest.raises(ValueError, match=r"controls \['b'\] have no values"):
         static_explorer(_line, {"a": [0, 1], "b": []})
     plt.close("all")
+
+
+# --- chapter 7's overlay of attention on an image -------------------------------------
+
+def test_show_image_attention_upsamples_and_draws_the_box():
+    image = torch.rand(1, 8, 12)
+    weights = torch.arange(6.0).reshape(2, 3)
+    ax = show_image_attention(image, weights, box=(1, 2, 5, 6), title="t")
+    grey, overlay = ax.get_images()
+    assert overlay.get_array().shape == (8, 12)
+    assert overlay.get_array()[7, 11] == 5 and overlay.get_array()[3, 3] == 0
+    (box,) = ax.patches
+    assert (box.get_x(), box.get_y(), box.get_width(), box.get_height()) == (
+        1.5, 0.5, 4, 4)
+    assert ax.get_title() == "t"
+    with pytest.raises(ValueError, match=r"multiple of h.*got \(3, 3\)"):
+        show_image_attention(image, torch.rand(3, 3))
+    plt.close("all")

@@ -2,7 +2,6 @@
 d2l, its two layouts, its geometry (row norms, dot products, shifts are rotations),
 RoPE's relative-position property against independent formulations, the layers, and
 every error path."""
-import inspect
 import math
 
 import pytest
@@ -488,10 +487,9 @@ def test_other_arguments_are_checked():
         position_angles(torch.zeros(2, 3), 8)
 
 
-# --- documentation -------------------------------------------------------------------
-
-@pytest.mark.parametrize("name", positional.__all__)
-def test_every_public_name_documents_shapes_and_the_notebook(name):
-    doc = inspect.getdoc(getattr(positional, name))
-    assert "Shapes:" in doc, name
-    assert "Taught in ``chapters/" in doc, name
+def test_apply_rotary_keeps_float32_precision_at_far_positions():
+    """The angles are computed in float64, so the error does not grow with the
+    position (it reached 6.6e-4 at position 4095 with float32 angles)."""
+    x = torch.randn(1, 1, 4096, 64, generator=torch.Generator().manual_seed(0))
+    error = (apply_rotary(x) - apply_rotary(x.double()).float()).abs()  # (1, 1, L, 64)
+    assert error[..., 4000:, :].max() < 1e-5

@@ -42,46 +42,6 @@ def test_encoder_skips_padding():
     assert (out_padded[:, 4:] == 0).all()
 
 
-def test_batch_decoding_equals_one_at_a_time():
-    model = make_model()
-    src = torch.randint(4, V_SRC, (3, 6))
-    valid_lens = torch.tensor([6, 3, 2])
-    batch, _ = greedy_decode(model, src, valid_lens, bos=1, eos=2, max_len=8)
-    for i in range(3):
-        alone, _ = greedy_decode(
-            model,
-            src[i : i + 1, : valid_lens[i]],
-            valid_lens[i : i + 1],
-            bos=1,
-            eos=2,
-            max_len=8,
-        )
-        assert batch[i] == alone[0]
-
-
-def test_greedy_decoding_stops_at_eos():
-    model = make_model()
-    with torch.no_grad():
-        model.decoder.dense.bias.zero_()
-        model.decoder.dense.bias[2] = 100.0  # <eos> always wins
-    sentences, weights = greedy_decode(
-        model, torch.randint(4, V_SRC, (2, 5)), None, bos=1, eos=2, max_len=10
-    )
-    assert sentences == [[], []]
-    assert weights == []  # this decoder keeps no attention weights
-
-
-def test_greedy_decoding_respects_max_len():
-    model = make_model()
-    with torch.no_grad():
-        model.decoder.dense.bias.zero_()
-        model.decoder.dense.bias[7] = 100.0  # never <eos>
-    sentences, _ = greedy_decode(
-        model, torch.randint(4, V_SRC, (2, 5)), None, bos=1, eos=2, max_len=4
-    )
-    assert sentences == [[7] * 4, [7] * 4]
-
-
 @pytest.mark.parametrize("bad, message", [
     (torch.rand(2, 5), "src must be a \\(B, L\\) tensor of token indices"),
     (torch.zeros(5, dtype=torch.long), "src must be a \\(B, L\\) tensor"),
@@ -140,57 +100,3 @@ def test_empty_source_is_named():
         ),
     ):
         make_model().encoder(torch.zeros(2, 0, dtype=torch.long))
-
-
-def test_max_len_zero_gives_empty_outputs_in_greedy_and_beam_search():
-    from attention_lib import BahdanauDecoder, beam_search
-
-    set_seed(0)
-    model = EncoderDecoder(
-        Seq2SeqEncoder(V_SRC, E, HD), BahdanauDecoder(V_TGT, E, HD)
-    ).eval()
-    src, lens = torch.randint(4, V_SRC, (3, 5)), torch.tensor([5, 2, 1])
-    greedy = greedy_decode(model, src, lens, bos=1, eos=2, max_len=0)
-    beam = beam_search(model, src, lens, bos=1, eos=2, max_len=0, beam_size=3)
-    assert greedy == beam == ([[], [], []], [])
-    assert greedy_decode(make_model(), src, lens, bos=1, eos=2, max_len=0) == (
-        [[], [], []],
-        [],
-    )
-
-
-@pytest.mark.parametrize(
-    "kwargs, error, message",
-    [
-        ({"max_len": -1}, ValueError, "max_len must be at least 0, got -1"),
-        (
-            {"max_len": 2.5},
-            TypeError,
-            r"max_len must be an integer \(at least 0\), got the float 2.5",
-        ),
-        ({"max_len": None}, TypeError, "max_len must be an integer"),
-        (
-            {"bos": V_TGT},
-            ValueError,
-            (
-                r"bos must be a token index of the target vocabulary, in \[0,"
-                rf" {V_TGT}\), got {V_TGT}"
-            ),
-        ),
-        ({"eos": -2}, ValueError, "eos must be at least 0, got -2"),
-    ],
-)
-def test_bad_decoding_arguments_are_named_the_same_by_greedy_and_beam_search(
-    kwargs, error, message
-):
-    from attention_lib import BahdanauDecoder, beam_search
-
-    set_seed(0)
-    model = EncoderDecoder(
-        Seq2SeqEncoder(V_SRC, E, HD), BahdanauDecoder(V_TGT, E, HD)
-    ).eval()
-    args = {"bos": 1, "eos": 2, "max_len": 3, **kwargs}
-    src = torch.randint(4, V_SRC, (2, 5))
-    for decode in (greedy_decode, beam_search):
-        with pytest.raises(error, match=message):
-            decode(model, src, None, **args)

@@ -1,14 +1,18 @@
 import pytest
 import torch
+from torch import nn
 
 from attention_lib import (
     EncoderDecoder,
+    History,
     Seq2SeqDecoder,
     Seq2SeqEncoder,
     bleu_by_length,
     choose_device,
+    evaluate_accuracy,
     sequence_loss,
     set_seed,
+    train_classifier,
     train_seq2seq,
 )
 
@@ -269,3 +273,51 @@ def test_a_bar_stopped_by_the_time_budget_reads_and_draws_full(kind, capsys):
         _, drawn, _ = bar.container.children
         assert (drawn.value, drawn.max) == (1021, 1021)
     bar.close()
+
+
+# --- chapter 7's classifier: training and evaluation ----------------------------------
+
+def test_train_classifier_learns_a_tiny_problem_and_repeats():
+    gen = torch.Generator().manual_seed(0)
+    images = torch.randn(96, 1, 2, 2, generator=gen)
+    labels = (images[:, 0, 0, 0] > images[:, 0, 1, 1]).long()  # a linear rule
+
+    def run(seed):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Flatten(), nn.Linear(4, 2))
+        history = train_classifier(model, images, labels, num_epochs=15, batch_size=32,
+                                   lr=0.05, seed=seed, device="cpu", progress=False)
+        return model, history
+
+    model, history = run(seed=0)
+    assert isinstance(history, History) and len(history["train"]) == 15
+    assert history["train"][-1] < 0.5 * history["train"][0]
+    assert history.batches == 45 and history.seconds > 0
+    assert evaluate_accuracy(model, images, labels) > 0.9
+    assert run(seed=0)[1]["train"] == history["train"]  # seeded
+    assert run(seed=1)[1]["train"] != history["train"]  # the seed orders the batches
+
+
+class FirstPixels(nn.Module):
+    """Logits = the first three pixels of each image; it also counts its calls."""
+
+    def __init__(self):
+        super().__init__()
+        self.unused = nn.Parameter(torch.zeros(1))
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return x.flatten(1)[:, :3]
+
+
+def test_evaluate_accuracy_on_a_model_made_by_hand():
+    images = torch.zeros(5, 1, 1, 3)
+    for i, winner in enumerate([0, 1, 2, 2, 0]):
+        images[i, 0, 0, winner] = 1.0
+    labels = torch.tensor([0, 1, 0, 2, 1])  # right, right, wrong, right, wrong
+    model = FirstPixels().train()
+    assert evaluate_accuracy(model, images, labels, batch_size=2) == pytest.approx(0.6)
+    assert model.calls == 3 and not model.training
+    with pytest.raises(ValueError, match=r"labels must have shape \(N,\) = \(5,\)"):
+        evaluate_accuracy(model, images, labels[:4])

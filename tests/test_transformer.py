@@ -24,6 +24,7 @@ from attention_lib import (
     warmup_schedule,
 )
 from attention_lib.data import Batch
+from attention_lib.multihead import KVCache
 
 BOS, EOS = 1, 2
 SRC = torch.tensor([[5, 6, 7, 2, 0], [8, 2, 0, 0, 0], [3, 4, 5, 6, 2]])
@@ -44,9 +45,9 @@ def make_model(norm_first=False, dtype=torch.float64, seed=0, vocab_size=12):
     return model
 
 
-def full_pass(model, src=SRC, src_lens=SRC_LENS, tgt=TGT):
+def full_pass(model, src=SRC, src_lens=SRC_LENS, tgt=TGT, need_weights=True):
     state = model.decoder.init_state(model.encoder(src, src_lens), src_lens)
-    return model.decoder(tgt, state)[0]  # (B, Lq, V)
+    return model.decoder(tgt, state, need_weights=need_weights)[0]  # (B, Lq, V)
 
 
 # --- parity with PyTorch's layers (weights copied) ------------------------------------
@@ -94,7 +95,7 @@ def test_decoder_block_equals_torch_decoder_layer(norm_first):
     )
     got, cache = ours(x, memory, src_lens)
     torch.testing.assert_close(got, expected)
-    assert cache.shape == (3, 4, 8)
+    assert cache.keys.shape == cache.values.shape == (3, 2, 4, 4)  # (B, H, t, Dh)
     # a cache fed in two pieces gives the same outputs
     first, cache = ours(x[:, :1], memory, src_lens, need_weights=True)
     rest, cache = ours(x[:, 1:], memory, src_lens, cache, need_weights=True)
@@ -154,11 +155,14 @@ def test_step_by_step_decoding_with_the_cache_equals_the_full_pass(norm_first):
     state = model.decoder.init_state(model.encoder(SRC, SRC_LENS), SRC_LENS)
     steps = []
     for t in range(TGT.shape[1]):
-        logits, state = model.decoder(TGT[:, t : t + 1], state)  # (B, 1, V)
+        # (B, 1, V)
+        logits, state = model.decoder(TGT[:, t : t + 1], state, need_weights=True)
         steps.append(logits)
         assert model.decoder.attention_weights.shape == (3, 2, 1, 5)
     torch.testing.assert_close(torch.cat(steps, dim=1), expected)
-    assert all(c.shape == (3, TGT.shape[1], 8) for c in state.cache)
+    # projected keys and values, (B, H, t, Dh); the source's projected once
+    assert all(c.keys.shape == (3, 2, TGT.shape[1], 4) for c in state.cache)
+    assert all(m.values.shape == (3, 2, SRC.shape[1], 4) for m in state.memory)
 
 
 def test_the_pre_norm_stacks_end_with_a_layer_norm():
@@ -184,12 +188,13 @@ def test_attention_weights_are_the_last_layers_cross_attention():
     torch.testing.assert_close(weights.sum(-1), ones)
 
 
-def test_training_mode_uses_the_fused_path_and_gives_the_same_logits():
+def test_without_weights_the_fused_path_gives_the_same_logits():
     model = make_model()
     expected = full_pass(model)
-    model.train()  # dropout is 0
-    torch.testing.assert_close(full_pass(model), expected)
+    torch.testing.assert_close(full_pass(model, need_weights=False), expected)
     assert model.decoder.attention_weights is None
+    model.train()  # dropout is 0
+    torch.testing.assert_close(full_pass(model, need_weights=False), expected)
 
 
 def test_reorder_state_reorders_the_cache():
@@ -245,7 +250,8 @@ def test_train_seq2seq_with_the_warmup_schedule_lowers_the_loss(trained):
 def test_greedy_decode_picks_the_argmax_of_the_full_pass(trained):
     model, _ = trained
     assert isinstance(model.decoder, Decoder)
-    sentences, weights = greedy_decode(model, SRC, SRC_LENS, BOS, EOS, max_len=6)
+    sentences, weights = greedy_decode(model, SRC, SRC_LENS, BOS, EOS, max_len=6,
+                                       need_weights=True)
     for i, row in enumerate(sentences):
         tgt = torch.tensor([[BOS] + row])
         logits = full_pass(model, SRC[i : i + 1], SRC_LENS[i : i + 1], tgt)[0]
@@ -260,18 +266,19 @@ def test_greedy_decode_picks_the_argmax_of_the_full_pass(trained):
 
 def test_beam_of_one_is_greedy_and_a_beam_of_three_runs(trained):
     model, _ = trained
-    greedy, greedy_weights = greedy_decode(model, SRC, SRC_LENS, BOS, EOS, max_len=6)
+    greedy, greedy_weights = greedy_decode(model, SRC, SRC_LENS, BOS, EOS, max_len=6,
+                                           need_weights=True)
     beam, beam_weights = beam_search(model, SRC, SRC_LENS, BOS, EOS, max_len=6,
-                                     beam_size=1)
+                                     beam_size=1, need_weights=True)
     assert beam == greedy
     for got, want in zip(beam_weights, greedy_weights):
         torch.testing.assert_close(got, want)
     wide, wide_weights = beam_search(model, SRC, SRC_LENS, BOS, EOS, max_len=6,
-                                     beam_size=3)
+                                     beam_size=3, need_weights=True)
     for i, n in enumerate(SRC_LENS.tolist()):
         alone, alone_weights = beam_search(model, SRC[i : i + 1, :n],
                                            SRC_LENS[i : i + 1], BOS, EOS,
-                                           max_len=6, beam_size=3)
+                                           max_len=6, beam_size=3, need_weights=True)
         assert wide[i] == alone[0]
         torch.testing.assert_close(wide_weights[i][..., :n], alone_weights[0])
         assert wide_weights[i].shape == (2, max(len(wide[i]), 1), 5)
@@ -360,8 +367,11 @@ def test_bad_shapes_are_named():
         block(x, torch.randn(2, 4, 5))
     with pytest.raises(ValueError, match="enc_outputs must have the batch size of x"):
         block(x, torch.randn(3, 4, 8))
-    with pytest.raises(ValueError, match=r"cache must have shape \(B, t, D\)"):
+    with pytest.raises(TypeError, match=r"cache must be a KVCache \(B, H, t, Dh\)"):
         block(x, memory, cache=torch.randn(2, 3, 7))
+    wrong = KVCache(torch.randn(2, 2, 3, 3), torch.randn(2, 2, 3, 3))
+    with pytest.raises(ValueError, match=r"cache.keys must have shape \(B, H, t, Dh\)"):
+        block(x, memory, cache=wrong)
     with pytest.raises(ValueError, match=r"src_valid_lens must lie in \[0, 4\]"):
         block(x, memory, torch.tensor([5, 1]))
     with pytest.raises(ValueError, match=r"x must have shape \(B, L, 8\)"):
@@ -375,14 +385,17 @@ def test_bad_shapes_are_named():
         model(SRC, SRC_LENS, torch.ones(3, 33, dtype=torch.long))
 
 
-def test_every_public_name_has_a_shapes_block():
-    import attention_lib.transformer as module
-
-    for name in module.__all__:
-        doc = getattr(module, name).__doc__
-        assert doc and "Shapes:" in doc, name
-
-
 def test_torch_twin_refuses_what_has_no_twin():
     with pytest.raises(TypeError, match="TransformerEncoderBlock or"):
         torch_twin(nn.Linear(2, 2))
+
+
+def test_token_ids_outside_the_vocabulary_are_named():
+    model = make_model(dtype=torch.float32)
+    bad = SRC.clone()
+    bad[0, 0] = 10  # the source vocabulary has 10 tokens: 0 to 9
+    with pytest.raises(ValueError, match=r"src must hold token indices in \[0, 10\).*"
+                       r"from 0 to 10"):
+        model.encoder(bad, SRC_LENS)
+    with pytest.raises(ValueError, match=r"tgt_input must hold token indices in"):
+        model(SRC, SRC_LENS, -TGT)

@@ -1,9 +1,8 @@
-"""attention_lib.vision (and the chapter's additions to training and plotting): the
-gates against their formulas written out in float64 (and a wrong variant that the
-same check catches), images as row-major token sequences, patch embedding as unfold +
-matmul, the ViT against PyTorch's encoder layer, the small CNN, train_classifier,
-evaluate_accuracy and show_image_attention."""
-import matplotlib.pyplot as plt
+"""attention_lib.vision: the gates against their formulas written out in float64 (and a
+wrong variant that the same check catches), images as row-major token sequences, patch
+embedding as unfold + matmul, the ViT against PyTorch's encoder layer and the small
+CNN. The chapter's additions to training and plotting are tested in test_training.py
+and test_plotting.py."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -11,11 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from attention_lib import vision
 from attention_lib.bahdanau import BahdanauDecoder
 from attention_lib.digits import CAPTION_VOCAB_SIZE, caption_batch
-from attention_lib.plotting import show_image_attention
-from attention_lib.training import History, evaluate_accuracy, train_classifier
 from attention_lib.transformer import torch_twin
 from attention_lib.vision import (
     CBAM,
@@ -190,7 +186,7 @@ def test_cnn_grid_is_the_keys_and_values_of_the_bahdanau_decoder():
     decoder = BahdanauDecoder(CAPTION_VOCAB_SIZE, 6, 10, key_size=8).eval()
     tgt_input, _, _ = caption_batch([[1, 2], [3], [4, 5, 6]])
     state = decoder.init_state((tokens, torch.zeros(1, 3, 10)))
-    logits, _ = decoder(tgt_input, state)
+    logits, _ = decoder(tgt_input, state, need_weights=True)
     assert logits.shape == (3, 4, CAPTION_VOCAB_SIZE)
     maps = tokens_to_grid(decoder.attention_weights, 6, 20)
     assert maps.shape == (3, 4, 6, 20)
@@ -236,7 +232,7 @@ def small_vit(num_layers=2, norm_first=True):
 def test_vit_shapes_and_class_token_attention():
     vit = small_vit().eval()
     images = randn(3, 1, 8, 8)
-    assert vit(images).shape == (3, 10)
+    assert vit(images, need_weights=True).shape == (3, 10)
     assert vit.position_embedding.shape == (1, 17, 16)
     weights = vit.class_token_attention()
     assert weights.shape == (3, 4, 16)  # (B, H, P): the class token's own column out
@@ -246,10 +242,10 @@ def test_vit_shapes_and_class_token_attention():
     assert tokens_to_grid(weights, *vit.patch_embedding.grid).shape == (3, 4, 4, 4)
 
 
-def test_vit_in_training_mode_keeps_no_weights():
-    vit = small_vit().train()
+def test_vit_keeps_no_weights_unless_asked():
+    vit = small_vit().eval()
     vit(randn(2, 1, 8, 8))
-    with pytest.raises(RuntimeError, match=r"model\.eval\(\)"):
+    with pytest.raises(RuntimeError, match=r"model\(images, need_weights=True\)"):
         vit.class_token_attention()
 
 
@@ -296,83 +292,10 @@ def test_digit_cnn_bad_arguments():
         DigitCNN()(torch.rand(2, 3, 8, 8))
 
 
-# --- training and evaluation ----------------------------------------------------------
-
-def test_train_classifier_learns_a_tiny_problem_and_repeats():
-    gen = torch.Generator().manual_seed(0)
-    images = torch.randn(96, 1, 2, 2, generator=gen)
-    labels = (images[:, 0, 0, 0] > images[:, 0, 1, 1]).long()  # a linear rule
-
-    def run(seed):
-        torch.manual_seed(0)
-        model = nn.Sequential(nn.Flatten(), nn.Linear(4, 2))
-        history = train_classifier(model, images, labels, num_epochs=15, batch_size=32,
-                                   lr=0.05, seed=seed, device="cpu", progress=False)
-        return model, history
-
-    model, history = run(seed=0)
-    assert isinstance(history, History) and len(history["train"]) == 15
-    assert history["train"][-1] < 0.5 * history["train"][0]
-    assert history.batches == 45 and history.seconds > 0
-    assert evaluate_accuracy(model, images, labels) > 0.9
-    assert run(seed=0)[1]["train"] == history["train"]  # seeded
-    assert run(seed=1)[1]["train"] != history["train"]  # the seed orders the batches
-
-
-class FirstPixels(nn.Module):
-    """Logits = the first three pixels of each image; it also counts its calls."""
-
-    def __init__(self):
-        super().__init__()
-        self.unused = nn.Parameter(torch.zeros(1))
-        self.calls = 0
-
-    def forward(self, x):
-        self.calls += 1
-        return x.flatten(1)[:, :3]
-
-
-def test_evaluate_accuracy_on_a_model_made_by_hand():
-    images = torch.zeros(5, 1, 1, 3)
-    for i, winner in enumerate([0, 1, 2, 2, 0]):
-        images[i, 0, 0, winner] = 1.0
-    labels = torch.tensor([0, 1, 0, 2, 1])  # right, right, wrong, right, wrong
-    model = FirstPixels().train()
-    assert evaluate_accuracy(model, images, labels, batch_size=2) == pytest.approx(0.6)
-    assert model.calls == 3 and not model.training
-    with pytest.raises(ValueError, match=r"labels must have shape \(N,\) = \(5,\)"):
-        evaluate_accuracy(model, images, labels[:4])
-
-
-# --- the overlay ----------------------------------------------------------------------
-
-def test_show_image_attention_upsamples_and_draws_the_box():
-    image = torch.rand(1, 8, 12)
-    weights = torch.arange(6.0).reshape(2, 3)
-    ax = show_image_attention(image, weights, box=(1, 2, 5, 6), title="t")
-    grey, overlay = ax.get_images()
-    assert overlay.get_array().shape == (8, 12)
-    assert overlay.get_array()[7, 11] == 5 and overlay.get_array()[3, 3] == 0
-    (box,) = ax.patches
-    assert (box.get_x(), box.get_y(), box.get_width(), box.get_height()) == (
-        1.5, 0.5, 4, 4)
-    assert ax.get_title() == "t"
-    with pytest.raises(ValueError, match=r"multiple of h.*got \(3, 3\)"):
-        show_image_attention(image, torch.rand(3, 3))
-    plt.close("all")
-
-
-def test_docstrings_say_shapes_and_the_chapter():
-    from attention_lib import plotting, training
-
-    names = [getattr(vision, name) for name in vision.__all__] + [
-        plotting.show_image_attention, training.train_classifier,
-        training.evaluate_accuracy,
-    ]
-    pages = {"01_channel_spatial", "02_cross_attention", "03_vision_transformer",
-             "04_exercises"}
-    for value in names:
-        doc = value.__doc__ or ""
-        assert "Shapes:" in doc, value.__name__
-        page = doc.split("Taught in ``chapters/07_visual/")[1].split(".ipynb``")[0]
-        assert page in pages, value.__name__
+def test_float64_images_name_the_dtype_of_the_parameters():
+    images = randn(2, 1, 8, 8).double()
+    for module in (small_vit().float(), DigitCNN(gate="cbam"), ChannelAttention(1, 1),
+                   SpatialAttention()):
+        with pytest.raises(TypeError, match=r"ha(s|ve) dtype torch.float64 but the"
+                           r" \w+'s parameters have torch.float32"):
+            module(images)

@@ -3,12 +3,21 @@
 
 A checker takes the reader's function (or value), runs it on cases chosen to expose the
 typical mistakes, and returns a :class:`Feedback` that is truthy when the answer is
-right and shows a short, specific message in Jupyter.
+right and shows a short, specific message in Jupyter. One module per chapter,
+``chNN_topic.py``: each declares its cases, the reference (the library) and the named
+mistakes as data, and ``_feedback.diagnose`` runs them.
 
 Taught in the exercise sections of each chapter.
 """
 from ._feedback import Feedback
-from .attention import (
+from .ch01_seq2seq import (
+    check_bleu,
+    check_num_parameters,
+    check_preprocess,
+    check_teacher_forcing_input,
+    check_truncate_pad,
+)
+from .ch02_attention import (
     check_additive_scores,
     check_dot_product_variance,
     check_kernel_as_dot_product,
@@ -18,7 +27,7 @@ from .attention import (
     check_temperature_limits,
     check_why_not_stack,
 )
-from .bahdanau import (
+from .ch03_bahdanau import (
     check_best_hypothesis,
     check_context,
     check_decoder_step,
@@ -26,14 +35,7 @@ from .bahdanau import (
     check_stock_gru,
     check_why_nearly_uniform,
 )
-from .seq2seq import (
-    check_bleu,
-    check_num_parameters,
-    check_preprocess,
-    check_teacher_forcing_input,
-    check_truncate_pad,
-)
-from .self_attention import (
+from .ch04_self_attention import (
     check_attention_weights,
     check_head_scale,
     check_mask_broadcast,
@@ -42,12 +44,12 @@ from .self_attention import (
     check_padding_mask,
     check_split_heads,
 )
-from .transformer_bugs import (
+from .ch05_bug_hunt import (
     check_attention_step,
     check_causal_mask,
     check_cross_attention,
 )
-from .transformer import (
+from .ch05_transformer import (
     check_cache_size,
     check_decoder_block_parameters,
     check_encoder_block_macs,
@@ -57,7 +59,7 @@ from .transformer import (
     check_warmup_peak,
     check_warmup_rate,
 )
-from .efficient import (
+from .ch06_efficient import (
     check_merge_partials,
     check_online_softmax,
     check_positions_processed,
@@ -66,7 +68,7 @@ from .efficient import (
     check_window_mask,
     check_window_pairs,
 )
-from .visual import (
+from .ch07_visual import (
     check_channel_gate,
     check_gate_parameters,
     check_image_to_tokens,

@@ -397,3 +397,141 @@ def first_match(got, variants, where: str) -> Feedback | None:
         if close(got, variant):
             return Feedback.wrong(f"{where}: {message}")
     return None
+
+
+# --------------------------------------------------------------------------- diagnosing
+
+
+def sizes(sep: str = "=", **named) -> str:
+    """``"B=2, H=3"``: the sizes of a case, for the start of a message.
+
+    Shapes:
+        named: ints; returns: a str
+    """
+    return ", ".join(f"{name}{sep}{size}" for name, size in named.items())
+
+
+def close_where_defined(got, expected: Tensor) -> bool:
+    """:func:`close` on the entries that ``expected`` defines (not NaN), whatever
+    ``got`` holds elsewhere: how a mistake that leaves a query without keys is matched
+    (such a row is NaN, 1/Lk or 0, depending on the fill).
+
+    Shapes:
+        got, expected: the same shape; returns: bool
+    """
+    if not isinstance(got, Tensor) or got.shape != expected.shape:
+        return False
+    defined = ~expected.isnan()
+    return bool(defined.any()) and close(got[defined], expected[defined])
+
+
+def with_hint(error: Feedback, hint) -> Feedback:
+    """The reader's error followed by what usually causes it (not for the starter):
+    ``hint`` is one text, or ``(phrase, text)`` pairs, the text of the first phrase
+    found in the error's message.
+
+    Shapes:
+        none
+    """
+    if error.todo or not hint:
+        return error
+    if not isinstance(hint, str):
+        hint = next((text for phrase, text in hint if phrase in error.message), None)
+        if hint is None:
+            return error
+    return Feedback.wrong(f"{error.message} {hint}")
+
+
+def _own_copy(value):
+    return value.clone() if isinstance(value, Tensor) else value
+
+
+def diagnose(answer, cases, reference, mistakes=(), *, what: str, correct: str,
+             where=None, hint=None, compare=close, explain=None, read=None,
+             shape=False) -> Feedback:
+    """Run ``answer`` on every case and say what is wrong: the one loop every checker
+    shares.
+
+    For each case (a tuple of the answer's arguments; tensors are passed as copies):
+    run the answer (:func:`run_safely`; ``hint`` joins an exception's message, see
+    :func:`with_hint`, or words the feedback, ``hint(error, *case)``); read what it
+    returned (``read(got, *case)``, by default :func:`read_tensor`, with the
+    reference's shape when ``shape``); compare it with
+    ``reference(*case)`` (``compare``, :func:`close` by default). If it differs, apply
+    each mistake ``(fn, message)`` to the same case: ``fn(*case)``, built from the
+    library's primitives, is what that mistake returns (None where it does not apply),
+    and the first that compares equal is named. ``mistakes`` may also be a function of
+    the case that returns ``(wrong answer, message)`` pairs. Then
+    ``explain(got, expected, *case)`` may word what matches no mistake; else a generic
+    message shows what was expected and what came back. ``where(*case)`` starts each
+    message; a ``message`` may be a function of the case.
+
+    Shapes:
+        cases: argument tuples; reference and each mistake: (*case) -> what the answer
+            should return (for :func:`close`, a tensor)
+    """
+    for case in cases:
+        got, error = run_safely(answer, *(_own_copy(arg) for arg in case))
+        if error is not None:
+            return hint(error, *case) if callable(hint) else with_hint(error, hint)
+        expected = reference(*case)
+        if read is not None:
+            got, error = read(got, *case)
+        else:
+            got, error = read_tensor(got, what, expected.shape if shape else None)
+        prefix = f"{where(*case)}: " if where else ""
+        if error is not None:
+            return Feedback.wrong(prefix + error.message) if shape else error
+        if compare(got, expected):
+            continue
+        pairs = (mistakes(*case) if callable(mistakes)
+                 else ((mistake(*case), message) for mistake, message in mistakes))
+        for variant, message in pairs:
+            if variant is not None and compare(got, variant):
+                text = message(*case) if callable(message) else message
+                return Feedback.wrong(prefix + text)
+        text = explain(got, expected, *case) if explain is not None else None
+        if text is None and isinstance(expected, Tensor):
+            if got.shape != expected.shape:
+                text = read_tensor(got, what, expected.shape)[1].message
+            else:
+                text = (
+                    f"your {what} differ from the expected ones: the first values"
+                    f" should be {expected.flatten()[:4].tolist()}, yours are"
+                    f" {got.flatten()[:4].tolist()}."
+                )
+        return Feedback.wrong(prefix + (text or f"expected {expected!r}, got {got!r}."))
+    return Feedback.ok(correct)
+
+
+def diagnose_numbers(answer, cases, formula, mistakes=(), *, what: str, correct: str,
+                     prefix: str = "Not yet: ", explain=None, equal=None) -> Feedback:
+    """:func:`diagnose` for answers that are one number per case, judged together:
+    the answers must equal ``formula(*case)`` for every case; each mistake is another
+    formula ``(fn, message)``; ``explain(answers, expected)`` words what matches none.
+
+    Shapes:
+        cases: argument tuples; formula, each mistake: (*case) -> a number
+    """
+    answers, error = read_numbers(answer, cases, what)
+    if error is not None:
+        return error
+    answers = [float(a) for a in answers]
+    equal = equal or (lambda a, b: a == b)
+
+    def same(fn):
+        return all(equal(a, float(fn(*case))) for a, case in zip(answers, cases))
+
+    expected = [float(formula(*case)) for case in cases]
+    if same(formula):
+        return Feedback.ok(correct(expected) if callable(correct) else correct)
+    for mistake, message in mistakes:
+        if same(mistake):
+            return Feedback.wrong(prefix + message)
+    if explain is not None:
+        text = explain(answers, expected)  # a message, or the Feedback itself
+        return text if isinstance(text, Feedback) else Feedback.wrong(text)
+    bad = next(i for i, (a, e) in enumerate(zip(answers, expected)) if not equal(a, e))
+    return Feedback.wrong(
+        f"For {cases[bad]} you give {answers[bad]:,.6g}; expected {expected[bad]:,.6g}."
+    )

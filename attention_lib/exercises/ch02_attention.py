@@ -14,12 +14,14 @@ import math
 import torch
 from torch import Tensor
 
-from ..attention import dot_product_attention
+from ..attention import additive_scores, attention_pooling
 from ..masking import masked_softmax, valid_lens_to_mask
+from ._common import attention_output
 from ._feedback import (
     Feedback,
     checker,
     close,
+    diagnose,
     read_numbers,
     read_tensor,
     read_tensors,
@@ -41,23 +43,53 @@ __all__ = [
 
 # --- 01: attention pooling as kernel regression ---------------------------------------
 
-def _nadaraya_watson(
-    x_query: Tensor,
-    x_train: Tensor,
-    y_train: Tensor,
-    bandwidth: float,
-    sign: float = -1.0,
-    power: int = 2,
-    dim: int = 1,
-    normalise: bool = True,
-) -> Tensor:
-    distances = x_query[:, None] - x_train[None, :]  # (n, m)
-    attn_scores = sign * distances ** 2 / (2 * bandwidth ** power)
-    if normalise:
-        attn_weights = torch.softmax(attn_scores, dim=dim)
-    else:
-        attn_weights = torch.exp(attn_scores)
-    return attn_weights @ y_train  # (n,)
+def _nadaraya_watson(x_query, x_train, y_train, bandwidth, sign=-1.0, power=2, dim=1,
+                     normalise=True) -> Tensor:
+    """Kernel regression by the library's pooling; the other arguments give the
+    typical mistakes (+ for −, σ for σ², the softmax over the queries, no softmax)."""
+    attn_scores = sign * (x_query[:, None] - x_train[None, :]) ** 2 / (
+        2 * bandwidth**power
+    )  # (n, m)
+    if dim == 1 and normalise:
+        return attention_pooling(attn_scores[None], y_train[None, :, None])[0][0, :, 0]
+    weights = torch.softmax(attn_scores, dim=dim) if normalise else attn_scores.exp()
+    return weights @ y_train  # (n,)
+
+
+def _kernel_mistake(message, bandwidth_of=None, **mistake):
+    """The mistake ``mistake`` of :func:`_nadaraya_watson`, at ``bandwidth_of(σ)`` (None
+    where it does not apply)."""
+    def fn(x_query, x_train, y_train, bandwidth):
+        used = bandwidth if bandwidth_of is None else bandwidth_of(bandwidth)
+        if used is None:
+            return None
+        return _nadaraya_watson(x_query, x_train, y_train, used, **mistake)
+    return fn, message
+
+
+_SQUARED = lambda x_query, x_train, y_train, bandwidth: (  # noqa: E731
+    f"With bandwidth σ={bandwidth} your result is off: divide the squared distance by"
+    " 2σ² (σ squared), not by 2 or by 2σ."
+)
+_FIXED = lambda x_query, x_train, y_train, bandwidth: (  # noqa: E731
+    f"With bandwidth σ={bandwidth} your result is that of another σ: use the"
+    " `bandwidth` argument, not a fixed number."
+)
+_NW_MISTAKES = [
+    _kernel_mistake(
+        "Wrong axis for the softmax: your weights sum to 1 over the queries (dim=0)."
+        " Each query's weights must sum to 1 over the training points: softmax(...,"
+        " dim=1).", dim=0),
+    _kernel_mistake(
+        "The score must be *minus* the squared distance: nearby training points should"
+        " get the largest weights, and yours give them the smallest.", sign=1.0),
+    _kernel_mistake(
+        "Your weights do not sum to 1: normalise the kernel values (a softmax over the"
+        " training points does it), so the prediction is a weighted *average*.",
+        normalise=False),
+    _kernel_mistake(_SQUARED, lambda s: None if s == 1.0 else 1.0),
+    _kernel_mistake(_SQUARED, lambda s: None if s == 1.0 else s, power=1),
+] + [_kernel_mistake(_FIXED, lambda s, fixed=fixed: fixed) for fixed in (1.0, 0.5, 2.0)]
 
 
 @checker
@@ -80,69 +112,18 @@ def check_nadaraya_watson(fn) -> Feedback:
     cases = [
         (x_query, x_train, y_train, 1.0),
         (x_query, x_train, y_train, 0.5),
-        (
-            torch.linspace(-0.5, 3.5, 4, dtype=torch.float64),
-            other_train,
-            torch.cos(2 * other_train),
-            2.0,
-        ),
+        (torch.linspace(-0.5, 3.5, 4, dtype=torch.float64), other_train,
+         torch.cos(2 * other_train), 2.0),
     ]
-    for x_query, x_train, y_train, bandwidth in cases:
-        got, error = run_safely(
-            fn, x_query.clone(), x_train.clone(), y_train.clone(), bandwidth
-        )
-        if error is not None:
-            return error
-        expected = _nadaraya_watson(x_query, x_train, y_train, bandwidth)
-        got, error = read_tensor(got, "predictions, one per query", expected.shape)
-        if error is not None:
-            return error
-        if close(got, expected):
-            continue
-        if close(got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, dim=0)):
-            return Feedback.wrong(
-                "Wrong axis for the softmax: your weights sum to 1 over the queries"
-                " (dim=0). Each query's weights must sum to 1 over the training points:"
-                " softmax(..., dim=1)."
-            )
-        if close(got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, sign=1.0)):
-            return Feedback.wrong(
-                "The score must be *minus* the squared distance: nearby training points"
-                " should get the largest weights, and yours give them the smallest."
-            )
-        if close(
-            got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, normalise=False)
-        ):
-            return Feedback.wrong(
-                "Your weights do not sum to 1: normalise the kernel values (a softmax"
-                " over the training points does it), so the prediction is a weighted"
-                " *average*."
-            )
-        if bandwidth != 1.0 and (
-            close(got, _nadaraya_watson(x_query, x_train, y_train, 1.0))
-            or close(
-                got, _nadaraya_watson(x_query, x_train, y_train, bandwidth, power=1)
-            )
-        ):
-            return Feedback.wrong(
-                f"With bandwidth σ={bandwidth} your result is off: divide the squared"
-                " distance by 2σ² (σ squared), not by 2 or by 2σ."
-            )
-        if any(
-            close(got, _nadaraya_watson(x_query, x_train, y_train, fixed))
-            for fixed in (1.0, 0.5, 2.0)
-        ):
-            return Feedback.wrong(
-                f"With bandwidth σ={bandwidth} your result is that of another σ: use"
-                " the `bandwidth` argument, not a fixed number."
-            )
-        return Feedback.wrong(
-            f"With bandwidth {bandwidth}: expected {expected[:3].tolist()} … for the"
+    return diagnose(
+        fn, cases, _nadaraya_watson, _NW_MISTAKES, what="predictions, one per query",
+        shape=True,
+        explain=lambda got, expected, *case: (
+            f"With bandwidth {case[-1]}: expected {expected[:3].tolist()} … for the"
             f" first queries, got {got[:3].tolist()} …"
-        )
-    return Feedback.ok(
-        "Correct: a Gaussian kernel turned into weights by a softmax over the training"
-        " points."
+        ),
+        correct="Correct: a Gaussian kernel turned into weights by a softmax over the"
+        " training points.",
     )
 
 
@@ -277,6 +258,57 @@ def check_masked_softmax(fn) -> Feedback:
 
 # --- 03: scoring functions ------------------------------------------------------------
 
+def _scaled_mistake(scale_of, message_of, dim=-1):
+    """A mistake of scale or axis: ``scale_of(D, *extra)`` (None where it does not
+    apply), the extra arguments after queries, keys and values."""
+    def mistake(queries, keys, values, *extra):
+        scale = scale_of(queries.shape[-1], *extra)
+        return None if scale is None else attention_output(
+            queries, keys, values, scale, dim
+        )
+
+    return mistake, lambda queries, keys, values, *extra: message_of(
+        queries.shape[-1], *extra
+    )
+
+
+_SDPA_MISTAKES = [
+    _scaled_mistake(lambda d: 1.0, lambda d: (
+        f"Missing scale: divide the scores by √D = √{d} = {math.sqrt(d):.0f} before the"
+        " softmax. Without it the scores grow with D and the softmax saturates."
+    )),
+    _scaled_mistake(lambda d: 1 / d, lambda d: (
+        f"You divided by D = {d}; divide by √D = {math.sqrt(d):.0f}."
+    )),
+    _scaled_mistake(math.sqrt, lambda d: "You multiplied by √D; divide by it."),
+    _scaled_mistake(lambda d: 1 / math.sqrt(d), lambda d: (
+        "Wrong axis for the softmax: your weights sum to 1 over the queries (dim=1)."
+        " They must sum to 1 over the keys: dim=-1."
+    ), dim=1),
+    _scaled_mistake(lambda d: 1.0, lambda d: (
+        "Wrong axis for the softmax (dim=1, the queries; use dim=-1) and the 1/√D scale"
+        " is missing."
+    ), dim=1),
+] + [
+    _scaled_mistake(lambda d, other=other: None if d == other else other**-0.5,
+                    lambda d, other=other: (
+                        f"Your scale is that of D = {other}, but here D = {d}: divide"
+                        " by √D computed from the queries' size, queries.shape[-1]."
+                    ))
+    for other in (16, 9, 8, 64, 512)
+]
+
+
+def _weights_instead(got, expected, queries, keys, *rest):
+    """The message for the weights (B, Lq, Lk) returned instead of the output."""
+    if got.shape == queries.shape[:-1] + keys.shape[-2:-1]:
+        return (
+            f"Your result has shape {tuple(got.shape)} (B, Lq, Lk): those are the"
+            " weights. Multiply them by the values to get the output (B, Lq, Dv)."
+        )
+    return None
+
+
 @checker
 def check_scaled_dot_product_attention(fn) -> Feedback:
     """Check ``fn(queries, keys, values) -> output``, softmax(Q Kᵀ / √D) V without
@@ -291,91 +323,23 @@ def check_scaled_dot_product_attention(fn) -> Feedback:
     """
     gen = torch.Generator().manual_seed(0)
     cases = [
-        (
-            torch.randn(2, 3, 16, generator=gen),
-            torch.randn(2, 5, 16, generator=gen),
-            torch.randn(2, 5, 4, generator=gen),
-        ),
-        (
-            torch.randn(3, 4, 9, generator=gen),
-            torch.randn(3, 2, 9, generator=gen),
-            torch.randn(3, 2, 5, generator=gen),
-        ),
+        tuple(torch.randn(*shape, generator=gen) for shape in shapes)
+        for shapes in (((2, 3, 16), (2, 5, 16), (2, 5, 4)),
+                       ((3, 4, 9), (3, 2, 9), (3, 2, 5)))
     ]
-    for queries, keys, values in cases:
-        size = queries.shape[-1]
-        got, error = run_safely(fn, queries.clone(), keys.clone(), values.clone())
-        if error is not None:
-            return error
-        expected, weights = dot_product_attention(queries, keys, values)
-        got, error = read_tensor(got, "output (B, Lq, Dv)")
-        if error is not None:
-            return error
-        if got.shape == weights.shape:
-            return Feedback.wrong(
-                f"Your result has shape {tuple(got.shape)} (B, Lq, Lk): those are the"
-                " weights. Multiply them by the values to get the output (B, Lq, Dv)."
-            )
-        got, error = read_tensor(got, "output (B, Lq, Dv)", expected.shape)
-        if error is not None:
-            return error
-        if close(got, expected):
-            continue
-        scores = queries @ keys.transpose(1, 2)  # (B, Lq, Lk)
-        variants = [
-            (
-                1.0,
-                -1,
-                (
-                    f"Missing scale: divide the scores by √D = √{size} ="
-                    f" {math.sqrt(size):.0f} before the softmax. Without it the scores"
-                    " grow with D and the softmax saturates."
-                ),
-            ),
-            (
-                1 / size,
-                -1,
-                f"You divided by D = {size}; divide by √D = {math.sqrt(size):.0f}.",
-            ),
-            (math.sqrt(size), -1, "You multiplied by √D; divide by it."),
-            (
-                1 / math.sqrt(size),
-                1,
-                (
-                    "Wrong axis for the softmax: your weights sum to 1 over the queries"
-                    " (dim=1). They must sum to 1 over the keys: dim=-1."
-                ),
-            ),
-            (
-                1.0,
-                1,
-                (
-                    "Wrong axis for the softmax (dim=1, the queries; use dim=-1) and"
-                    " the 1/√D scale is missing."
-                ),
-            ),
-        ] + [
-            (
-                1 / math.sqrt(other),
-                -1,
-                (
-                    f"Your scale is that of D = {other}, but here D = {size}: divide by"
-                    " √D computed from the queries' size, queries.shape[-1]."
-                ),
-            )
-            for other in (16, 9, 8, 64, 512)
-            if other != size
-        ]
-        for scale, dim, message in variants:
-            if close(got, torch.softmax(scores * scale, dim=dim) @ values):
-                return Feedback.wrong(message)
-        return Feedback.wrong(
+
+    def explain(got, expected, *case):
+        return _weights_instead(got, expected, *case) or (
+            None if got.shape != expected.shape else
             "Your output differs from softmax(QKᵀ/√D)V: e.g. output[0, 0] is "
             f"{got[0, 0].tolist()}, expected {expected[0, 0].tolist()}."
         )
-    return Feedback.ok(
-        "Correct: scores scaled by 1/√D, softmax over the keys, weighted average of the"
-        " values."
+
+    return diagnose(
+        fn, cases, attention_output, _SDPA_MISTAKES, what="output (B, Lq, Dv)",
+        explain=explain,
+        correct="Correct: scores scaled by 1/√D, softmax over the keys, weighted"
+        " average of the values.",
     )
 
 
@@ -411,40 +375,30 @@ def check_dot_product_variance(fn) -> Feedback:
     mistakes = [
         (
             lambda size, sigma: size * sigma**2,
-            (
-                "Your answer is D·σ²: right only for σ = 1. A product of two"
-                " independent entries of variance σ² has variance E[q_i²] E[k_i²] ="
-                " σ²·σ² = σ⁴, not σ²."
-            ),
+            "Your answer is D·σ²: right only for σ = 1. A product of two"
+            " independent entries of variance σ² has variance E[q_i²] E[k_i²] ="
+            " σ²·σ² = σ⁴, not σ².",
         ),
         (
             lambda size, sigma: size**2 * sigma**4,
-            (
-                "Your answer is D²·σ⁴: the variances of independent terms add (no cross"
-                " terms), so D terms give D·σ⁴, not D² times. D² would be the variance"
-                " if all D terms were the same number."
-            ),
+            "Your answer is D²·σ⁴: the variances of independent terms add (no cross"
+            " terms), so D terms give D·σ⁴, not D² times. D² would be the variance"
+            " if all D terms were the same number.",
         ),
         (
             lambda size, sigma: sigma**4,
-            (
-                "σ⁴ is the variance of one product q_i k_i; qᵀk adds D of them, and"
-                " their variances add."
-            ),
+            "σ⁴ is the variance of one product q_i k_i; qᵀk adds D of them, and"
+            " their variances add.",
         ),
         (
             lambda size, sigma: math.sqrt(size) * sigma**2,
-            (
-                "√D·σ² is the standard deviation of qᵀk; the exercise asks for the"
-                " variance, its square."
-            ),
+            "√D·σ² is the standard deviation of qᵀk; the exercise asks for the"
+            " variance, its square.",
         ),
         (
             lambda size, sigma: size,
-            (
-                "D alone is the variance for σ = 1; with entries of variance σ² each"
-                " product contributes σ⁴."
-            ),
+            "D alone is the variance for σ = 1; with entries of variance σ² each"
+            " product contributes σ⁴.",
         ),
         (
             lambda size, sigma: size * sigma,
@@ -452,10 +406,8 @@ def check_dot_product_variance(fn) -> Feedback:
         ),
         (
             lambda size, sigma: 2 * size * sigma**4,
-            (
-                "Twice too large: q_i k_i has mean 0, so its variance is E[q_i² k_i²] ="
-                " E[q_i²] E[k_i²] = σ⁴."
-            ),
+            "Twice too large: q_i k_i has mean 0, so its variance is E[q_i² k_i²] ="
+            " E[q_i²] E[k_i²] = σ⁴.",
         ),
     ]
     for formula, message in mistakes:
@@ -472,20 +424,43 @@ def check_dot_product_variance(fn) -> Feedback:
     )
 
 
-def _gaussian_kernel_attention(
-    queries: Tensor, keys: Tensor, values: Tensor, bandwidth: float
-) -> Tensor:
-    # (B, Lq, Lk)
+def _gaussian_kernel_attention(queries, keys, values, bandwidth) -> Tensor:
+    # (B, Lq, Lk): the squared distances, as scores of the library's pooling
     squared_distances = ((queries[:, :, None, :] - keys[:, None, :, :]) ** 2).sum(-1)
-    # (B, Lq, Dv)
-    return torch.softmax(-squared_distances / (2 * bandwidth ** 2), dim=-1) @ values
+    return attention_pooling(-squared_distances / (2 * bandwidth**2), values)[0]
 
 
-def _dot_attention(
-    queries: Tensor, keys: Tensor, values: Tensor, scale: float, dim: int = -1
-) -> Tensor:
-    # (B, Lq, Dv)
-    return torch.softmax(queries @ keys.transpose(1, 2) * scale, dim=dim) @ values
+_KERNEL_MISTAKES = [
+    (
+        _gaussian_kernel_attention,
+        "your output is the Gaussian kernel's, computed from distances. The exercise"
+        " asks for dot products qᵀk only. On unit-norm keys the two agree; here the"
+        " keys' norms differ, the -|k|²/(2σ²) term no longer cancels, and they do not:"
+        " that is why the derivation needs unit-norm keys.",
+    ),
+] + [
+    _scaled_mistake(scale_of, lambda d, bandwidth, message=message: message, dim=dim)
+    for scale_of, dim, message in [
+        (lambda d, s: 1 / (2 * s**2), -1,
+         "You kept the kernel's 1/2: expanding -|q - k|²/(2σ²) gives the cross term"
+         " +2qᵀk/(2σ²) = qᵀk/σ². Divide the dot products by σ²."),
+        (lambda d, s: 1 / s, -1,
+         "The bandwidth enters squared: divide the dot products by σ², not by σ."),
+        (lambda d, s: 1.0, -1,
+         "The bandwidth is missing: the kernel's scores are qᵀk/σ² (plus terms that"
+         " cancel)."),
+        (lambda d, s: 1 / math.sqrt(d), -1,
+         "1/√D is the scaled dot product's choice of temperature; here the bandwidth"
+         " sets it: divide by σ²."),
+        (lambda d, s: s**2, -1, "Divide the dot products by σ², do not multiply them."),
+        (lambda d, s: -1 / s**2, -1,
+         "Mind the sign: the kernel's minus and the -2qᵀk of the expansion cancel, so"
+         " the score is +qᵀk/σ² (nearby keys, large dot products, large weights)."),
+        (lambda d, s: 1 / s**2, 1,
+         "Wrong axis for the softmax: your weights sum to 1 over the queries (dim=1)."
+         " They must sum to 1 over the keys: dim=-1."),
+    ]
+]
 
 
 @checker
@@ -505,134 +480,97 @@ def check_kernel_as_dot_product(fn) -> Feedback:
     """
     gen = torch.Generator().manual_seed(0)
 
+    def randn(*shape):
+        return torch.randn(*shape, generator=gen, dtype=torch.float64)
+
     def unit(x: Tensor) -> Tensor:
         return x / x.norm(dim=-1, keepdim=True)
 
+    names = {0.8: "unit-norm keys, σ = 0.8", 1.5: "unit-norm keys, σ = 1.5",
+             1.0: "keys of different norms, σ = 1"}
     cases = [
-        (
-            "unit-norm keys, σ = 0.8",
-            1.5 * torch.randn(2, 3, 4, generator=gen, dtype=torch.float64),
-            unit(torch.randn(2, 5, 4, generator=gen, dtype=torch.float64)),
-            torch.randn(2, 5, 2, generator=gen, dtype=torch.float64),
-            0.8,
-        ),
-        (
-            "unit-norm keys, σ = 1.5",
-            2.0 * torch.randn(1, 4, 3, generator=gen, dtype=torch.float64),
-            unit(torch.randn(1, 6, 3, generator=gen, dtype=torch.float64)),
-            torch.randn(1, 6, 3, generator=gen, dtype=torch.float64),
-            1.5,
-        ),
-        (
-            "keys of different norms, σ = 1",
-            torch.randn(2, 3, 4, generator=gen, dtype=torch.float64),
-            torch.randn(2, 5, 4, generator=gen, dtype=torch.float64)
-            * torch.tensor([0.3, 1.0, 2.0, 0.6, 1.5], dtype=torch.float64)[:, None],
-            torch.randn(2, 5, 2, generator=gen, dtype=torch.float64),
-            1.0,
-        ),
+        (1.5 * randn(2, 3, 4), unit(randn(2, 5, 4)), randn(2, 5, 2), 0.8),
+        (2.0 * randn(1, 4, 3), unit(randn(1, 6, 3)), randn(1, 6, 3), 1.5),
+        (randn(2, 3, 4), randn(2, 5, 4) * torch.tensor(
+            [0.3, 1.0, 2.0, 0.6, 1.5], dtype=torch.float64)[:, None],
+         randn(2, 5, 2), 1.0),
     ]
-    for name, queries, keys, values, bandwidth in cases:
-        size = queries.shape[-1]
-        got, error = run_safely(
-            fn, queries.clone(), keys.clone(), values.clone(), bandwidth
-        )
-        if error is not None:
-            return error
-        expected = _dot_attention(queries, keys, values, 1 / bandwidth ** 2)
-        got, error = read_tensor(got, "output (B, Lq, Dv)")
-        if error is not None:
-            return error
-        if got.shape == queries.shape[:2] + keys.shape[1:2]:
-            return Feedback.wrong(
-                f"Case '{name}': your result has shape (B, Lq, Lk) ="
-                f" {tuple(got.shape)}: those are the weights. Multiply them by the"
-                " values to get the output (B, Lq, Dv)."
+
+    def explain(got, expected, *case):
+        if _weights_instead(got, expected, *case):
+            return (
+                f"your result has shape (B, Lq, Lk) = {tuple(got.shape)}: those are the"
+                " weights. Multiply them by the values to get the output (B, Lq, Dv)."
             )
-        got, error = read_tensor(got, "output (B, Lq, Dv)", expected.shape)
-        if error is not None:
-            return error
-        if close(got, expected):
-            continue
-        if close(got, _gaussian_kernel_attention(queries, keys, values, bandwidth)):
-            return Feedback.wrong(
-                f"Case '{name}': your output is the Gaussian kernel's, computed from"
-                " distances. The exercise asks for dot products qᵀk only. On unit-norm"
-                " keys the two agree; here the keys' norms differ, the -|k|²/(2σ²)"
-                " term no longer cancels, and they do not: that is why the derivation"
-                " needs unit-norm keys."
+        if got.shape == expected.shape:
+            return (
+                "your output differs from softmax(QKᵀ/σ²)V, e.g. output[0, 0] is"
+                f" {got[0, 0].tolist()}, expected {expected[0, 0].tolist()}."
             )
-        variants = [
-            (
-                1 / (2 * bandwidth**2),
-                -1,
-                (
-                    "You kept the kernel's 1/2: expanding -|q - k|²/(2σ²) gives the"
-                    " cross term +2qᵀk/(2σ²) = qᵀk/σ². Divide the dot products by σ²."
-                ),
-            ),
-            (
-                1 / bandwidth,
-                -1,
-                (
-                    "The bandwidth enters squared: divide the dot products by σ², not"
-                    " by σ."
-                ),
-            ),
-            (
-                1.0,
-                -1,
-                (
-                    "The bandwidth is missing: the kernel's scores are qᵀk/σ² (plus"
-                    " terms that cancel)."
-                ),
-            ),
-            (
-                1 / math.sqrt(size),
-                -1,
-                (
-                    "1/√D is the scaled dot product's choice of temperature; here the "
-                    "bandwidth sets it: divide by σ²."
-                ),
-            ),
-            (bandwidth**2, -1, "Divide the dot products by σ², do not multiply them."),
-            (
-                -1 / bandwidth**2,
-                -1,
-                (
-                    "Mind the sign: the kernel's minus and the -2qᵀk of the expansion"
-                    " cancel, so the score is +qᵀk/σ² (nearby keys, large dot products,"
-                    " large weights)."
-                ),
-            ),
-            (
-                1 / bandwidth**2,
-                1,
-                (
-                    "Wrong axis for the softmax: your weights sum to 1 over the queries"
-                    " (dim=1). They must sum to 1 over the keys: dim=-1."
-                ),
-            ),
-        ]
-        for scale, dim, message in variants:
-            if close(got, _dot_attention(queries, keys, values, scale, dim)):
-                return Feedback.wrong(f"Case '{name}': {message}")
-        return Feedback.wrong(
-            f"Case '{name}': your output differs from softmax(QKᵀ/σ²)V, e.g. output[0,"
-            f" 0] is {got[0, 0].tolist()}, expected {expected[0, 0].tolist()}."
-        )
-    return Feedback.ok(
-        "Correct: with unit-norm keys, -|q - k|²/(2σ²) = qᵀk/σ² - |q|²/(2σ²) - 1/(2σ²);"
-        " the last two terms are the same for every key and cancel in the softmax."
-        " Gaussian-kernel regression is dot-product attention with temperature σ²."
+        return None
+
+    return diagnose(
+        fn, cases, lambda q, k, v, bandwidth: attention_output(q, k, v, bandwidth**-2),
+        _KERNEL_MISTAKES, what="output (B, Lq, Dv)",
+        where=lambda q, k, v, bandwidth: f"Case '{names[bandwidth]}'", explain=explain,
+        correct="Correct: with unit-norm keys, -|q - k|²/(2σ²) = qᵀk/σ² - |q|²/(2σ²) -"
+        " 1/(2σ²); the last two terms are the same for every key and cancel in the"
+        " softmax. Gaussian-kernel regression is dot-product attention with temperature"
+        " σ².",
     )
 
 
-def _additive(queries, keys, W_q, W_k, w_v, tanh_first=True, transposed=False):
+def _additive(queries, keys, W_q, W_k, w_v, tanh=True) -> Tensor:
+    """The library's additive scores; without the tanh (a mistake) if not ``tanh``."""
     q, k = queries @ W_q.T, keys @ W_k.T  # (B, Lq, Da), (B, Lk, Da)
-    features = q.unsqueeze(2) + k.unsqueeze(1)  # (B, Lq, Lk, Da)
-    scores = torch.tanh(features) @ w_v if tanh_first else features @ w_v  # (B, Lq, Lk)
-    return scores.transpose(1, 2) if transposed else scores
+    if tanh:
+        return additive_scores(q, k, w_v)  # (B, Lq, Lk)
+    return q @ w_v[:, None] + (k @ w_v[:, None]).transpose(1, 2)  # (B, Lq, Lk)
+
+
+_ADDITIVE_MISTAKES = [
+    (
+        lambda *case: _additive(*case, tanh=False),
+        "The tanh is missing: without it the score is linear, w_vᵀW_q q + w_vᵀW_k k,"
+        " and the query's part is the same for every key, so the softmax ignores the"
+        " query.",
+    ),
+    (
+        lambda *case: torch.tanh(_additive(*case, tanh=False)),
+        "The tanh goes inside: w_vᵀ tanh(W_q q + W_k k), not tanh(w_vᵀ(W_q q + W_k"
+        " k)).",
+    ),
+    (
+        lambda *case: torch.softmax(_additive(*case), dim=-1),
+        "You returned weights (rows sum to 1); return the scores, before the softmax.",
+    ),
+]
+
+
+def _explain_additive(got, expected, queries, keys, W_q, W_k, w_v):
+    batch_size, num_queries, num_kv = expected.shape
+    if got.shape == (batch_size, num_kv, num_queries):
+        return (
+            f"Your scores have shape (B, Lk, Lq) = {tuple(got.shape)}: queries and keys"
+            " are swapped. Broadcast queries.unsqueeze(2) (B, Lq, 1, Da) +"
+            " keys.unsqueeze(1) (B, 1, Lk, Da)."
+        )
+    if got.shape == (batch_size, num_queries, num_kv, w_v.shape[0]):
+        return (
+            "Your result has shape (B, Lq, Lk, Da): apply w_v to the last axis"
+            " (features @ w_v) to get one score per query–key pair."
+        )
+    if got.shape != expected.shape:
+        return None
+    if close(got.sum(-1), torch.ones(batch_size, num_queries)) and (got >= 0).all():
+        return (
+            "You returned weights (rows sum to 1); return the scores, before the"
+            " softmax."
+        )
+    return (
+        f"Your scores differ: e.g. scores[0, 0] is {got[0, 0].tolist()}, expected"
+        f" {expected[0, 0].tolist()}."
+    )
 
 
 @checker
@@ -647,71 +585,14 @@ def check_additive_scores(fn) -> Feedback:
     """
     gen = torch.Generator().manual_seed(0)
     cases = []
-    for batch_size, num_queries, num_kv, query_size, key_size, num_hiddens in (
-        (2, 3, 4, 5, 6, 8),
-        (3, 2, 5, 4, 3, 6),
-    ):
-        cases.append(
-            (
-                torch.randn(batch_size, num_queries, query_size, generator=gen),
-                torch.randn(batch_size, num_kv, key_size, generator=gen),
-                torch.randn(num_hiddens, query_size, generator=gen),
-                torch.randn(num_hiddens, key_size, generator=gen),
-                torch.randn(num_hiddens, generator=gen),
-            )
-        )
-    for queries, keys, W_q, W_k, w_v in cases:
-        (batch_size, num_queries, _), num_kv = queries.shape, keys.shape[1]
-        got, error = run_safely(
-            fn, queries.clone(), keys.clone(), W_q.clone(), W_k.clone(), w_v.clone()
-        )
-        if error is not None:
-            return error
-        expected = _additive(queries, keys, W_q, W_k, w_v)
-        got, error = read_tensor(got, "scores (B, Lq, Lk)")
-        if error is not None:
-            return error
-        if got.shape == (batch_size, num_kv, num_queries):
-            return Feedback.wrong(
-                f"Your scores have shape (B, Lk, Lq) = {tuple(got.shape)}: queries and"
-                " keys are swapped. Broadcast queries.unsqueeze(2) (B, Lq, 1, Da) +"
-                " keys.unsqueeze(1) (B, 1, Lk, Da)."
-            )
-        if got.shape == (batch_size, num_queries, num_kv, w_v.shape[0]):
-            return Feedback.wrong(
-                "Your result has shape (B, Lq, Lk, Da): apply w_v to the last axis "
-                "(features @ w_v) to get one score per query–key pair."
-            )
-        got, error = read_tensor(got, "scores (B, Lq, Lk)", expected.shape)
-        if error is not None:
-            return error
-        if close(got, expected):
-            continue
-        if close(got, _additive(queries, keys, W_q, W_k, w_v, tanh_first=False)):
-            return Feedback.wrong(
-                "The tanh is missing: without it the score is linear, w_vᵀW_q q +"
-                " w_vᵀW_k k, and the query's part is the same for every key, so the"
-                " softmax ignores the query."
-            )
-        if close(
-            got, torch.tanh(_additive(queries, keys, W_q, W_k, w_v, tanh_first=False))
-        ):
-            return Feedback.wrong(
-                "The tanh goes inside: w_vᵀ tanh(W_q q + W_k k), not tanh(w_vᵀ(W_q q +"
-                " W_k k))."
-            )
-        if close(got.sum(-1), torch.ones(batch_size, num_queries)) and (got >= 0).all():
-            return Feedback.wrong(
-                "You returned weights (rows sum to 1); return the scores, before the"
-                " softmax."
-            )
-        return Feedback.wrong(
-            f"Your scores differ: e.g. scores[0, 0] is {got[0, 0].tolist()}, "
-            f"expected {expected[0, 0].tolist()}."
-        )
-    return Feedback.ok(
-        "Correct: one additive score per query–key pair, queries and keys of different"
-        " sizes."
+    for b, lq, lk, dq, dk, da in ((2, 3, 4, 5, 6, 8), (3, 2, 5, 4, 3, 6)):
+        shapes = ((b, lq, dq), (b, lk, dk), (da, dq), (da, dk), (da,))
+        cases.append(tuple(torch.randn(*shape, generator=gen) for shape in shapes))
+    return diagnose(
+        fn, cases, _additive, _ADDITIVE_MISTAKES, what="scores (B, Lq, Lk)",
+        explain=_explain_additive,
+        correct="Correct: one additive score per query–key pair, queries and keys of"
+        " different sizes.",
     )
 
 
@@ -720,36 +601,28 @@ def check_additive_scores(fn) -> Feedback:
 _STACK_CHOICES = {
     "a": (
         False,
-        (
-            "Memory is not the obstacle: Q Kᵀ has Lq × Lk entries, the same numbers the"
-            " loop computes one row at a time."
-        ),
+        "Memory is not the obstacle: Q Kᵀ has Lq × Lk entries, the same numbers the"
+        " loop computes one row at a time.",
     ),
     "b": (
         True,
-        (
-            "Right: s_{t'-1} is computed from c_{t'-1} (the context enters the GRU's"
-            " input), and c_{t'-1} needs the attention of the previous step. The"
-            " queries only exist one at a time, so Q cannot be stacked. When the"
-            " queries do not depend on earlier contexts (a decoder whose states are"
-            " computed without the context, or self-attention with teacher forcing)"
-            " every query is known up front and one softmax(QKᵀ)V computes all"
-            " contexts."
-        ),
+        "Right: s_{t'-1} is computed from c_{t'-1} (the context enters the GRU's"
+        " input), and c_{t'-1} needs the attention of the previous step. The"
+        " queries only exist one at a time, so Q cannot be stacked. When the"
+        " queries do not depend on earlier contexts (a decoder whose states are"
+        " computed without the context, or self-attention with teacher forcing)"
+        " every query is known up front and one softmax(QKᵀ)V computes all"
+        " contexts.",
     ),
     "c": (
         False,
-        (
-            "The softmax works row by row, so it is happy with many queries at once;"
-            " the vectorised form in this section does exactly that."
-        ),
+        "The softmax works row by row, so it is happy with many queries at once;"
+        " the vectorised form in this section does exactly that.",
     ),
     "d": (
         False,
-        (
-            "The keys are the encoder's states h_1 … h_Lk: they are fixed for the whole"
-            " sentence (which is why a decoder can project them once)."
-        ),
+        "The keys are the encoder's states h_1 … h_Lk: they are fixed for the whole"
+        " sentence (which is why a decoder can project them once).",
     ),
 }
 

@@ -28,30 +28,19 @@ import math
 import torch
 from torch import Tensor
 
-from ..attention import dot_product_attention
 from ..masking import causal_mask, valid_lens_to_mask
 from ..multihead import MultiHeadAttention, merge_heads, split_heads
+from ._common import heads_attention, mask_dtype_feedback, merge_view, split_view
 from ._feedback import (
     Feedback,
     checker,
-    close,
-    first_match,
+    close_where_defined,
+    diagnose,
     read_tensor,
-    run_safely,
+    sizes,
 )
-from .self_attention import _merge_no_transpose, _sizes, _split_no_transpose
 
 __all__ = ["check_causal_mask", "check_cross_attention", "check_attention_step"]
-
-
-def _hinted(error: Feedback, hints: list[tuple[str, str]]) -> Feedback:
-    """The reader's error, followed by the hint for the first phrase it contains."""
-    if error.todo:
-        return error
-    for phrase, hint in hints:
-        if phrase in error.message:
-            return Feedback.wrong(f"{error.message} {hint}")
-    return error
 
 
 # --- 1. the causal mask ---------------------------------------------------------------
@@ -112,37 +101,6 @@ def _mask_variants(num_queries: int, num_kv: int) -> list[tuple[Tensor, str]]:
     return variants
 
 
-def _mask_dtype_feedback(got: Tensor, expected: Tensor, where: str) -> Feedback:
-    """A mask of numbers: name the additive form and the 0/1 form."""
-    if got.dtype.is_floating_point and bool(
-        ((got == 0) | torch.isneginf(got) | (got <= -1e4)).all()
-    ):
-        if torch.equal(got == 0, expected):
-            return Feedback.wrong(
-                f"{where}: that is an additive float mask (0 where allowed, -inf"
-                " where hidden), the form F.scaled_dot_product_attention adds to the"
-                " scores. Here, as in the library, return the bool form: True where a"
-                " query may attend."
-            )
-    as_bool = got != 0
-    if torch.equal(as_bool, expected):
-        return Feedback.wrong(
-            f"{where}: the pattern is right, but your mask holds {got.dtype} numbers,"
-            " not bools. A float 0/1 mask is *added* to the scores by"
-            " F.scaled_dot_product_attention, which hides nothing, and the library"
-            " refuses it: build it with dtype=torch.bool (or call .bool())."
-        )
-    if torch.equal(as_bool, ~expected):
-        return Feedback.wrong(
-            f"{where}: your mask holds {got.dtype} numbers and is inverted (nonzero"
-            " where a query may NOT attend). Return a bool mask, True where a query"
-            " may attend."
-        )
-    return Feedback.wrong(
-        f"{where}: return a bool mask (True = may attend), got dtype {got.dtype}."
-    )
-
-
 def _mask_shape_feedback(got: Tensor, expected: Tensor, where: str) -> Feedback:
     """A mask of another shape: name the cache ignored, the full (Lk, Lk) mask and
     the swapped axes."""
@@ -172,6 +130,29 @@ def _mask_shape_feedback(got: Tensor, expected: Tensor, where: str) -> Feedback:
     )
 
 
+def _mask_where(num_queries: int, num_kv: int) -> str:
+    offset = num_kv - num_queries
+    return f"For num_queries={num_queries}, num_kv={num_kv}" + (
+        f" ({offset} cached positions)" if offset else " (no cache)"
+    )
+
+
+def _read_mask(got, num_queries: int, num_kv: int):
+    """The reader's mask as an (Lq, Lk) bool tensor, or the feedback on its shape or
+    dtype."""
+    got, error = read_tensor(got, "mask")
+    if error is not None:
+        return None, error
+    while got.dim() > 2 and got.shape[0] == 1:  # (1, 1, Lq, Lk) broadcasts too
+        got = got[0]
+    expected, where = causal_mask(num_queries, num_kv), _mask_where(num_queries, num_kv)
+    if got.shape != expected.shape:
+        return None, _mask_shape_feedback(got, expected, where)
+    if got.dtype != torch.bool:
+        return None, mask_dtype_feedback(got, expected, where)
+    return got, None
+
+
 @checker
 def check_causal_mask(fn) -> Feedback:
     """Check ``fn(num_queries, num_kv) -> mask``: the bool mask of a decoder's
@@ -190,41 +171,20 @@ def check_causal_mask(fn) -> Feedback:
 
     Taught in ``chapters/05_transformer/04_bug_hunt.ipynb``.
     """
-    for num_queries, num_kv in _MASK_CASES:
-        offset = num_kv - num_queries
-        where = f"For num_queries={num_queries}, num_kv={num_kv}" + (
-            f" ({offset} cached positions)" if offset else " (no cache)"
-        )
-        got, error = run_safely(fn, num_queries, num_kv)
-        if error is not None:
-            return _hinted(error, [(
-                "positional argument",
-                "(The function takes two numbers: num_queries and num_kv.)",
-            )])
-        got, error = read_tensor(got, "mask")
-        if error is not None:
-            return error
-        while got.dim() > 2 and got.shape[0] == 1:  # (1, 1, Lq, Lk) broadcasts too
-            got = got[0]
-        expected = causal_mask(num_queries, num_kv)  # (Lq, Lk)
-        if got.shape != expected.shape:
-            return _mask_shape_feedback(got, expected, where)
-        if got.dtype != torch.bool:
-            return _mask_dtype_feedback(got, expected, where)
-        if torch.equal(got, expected):
-            continue
-        for variant, message in _mask_variants(num_queries, num_kv):
-            if torch.equal(got, variant):
-                return Feedback.wrong(f"{where}: {message}")
-        return Feedback.wrong(
-            f"{where}: your mask differs from the causal mask: query 0, at position"
-            f" {offset}, may attend to {expected[0].int().tolist()}, yours says"
-            f" {got[0].int().tolist()} (1 = may attend)."
-        )
-    return Feedback.ok(
-        "Correct: torch.ones(Lq, Lk, dtype=torch.bool).tril(diagonal=Lk - Lq). Query i"
-        " sits at position Lk - Lq + i and sees every position up to its own, cached"
-        " or new."
+    return diagnose(
+        fn, _MASK_CASES, causal_mask, _mask_variants, what="mask",
+        hint=[("positional argument",
+               "(The function takes two numbers: num_queries and num_kv.)")],
+        read=_read_mask, compare=torch.equal,
+        explain=lambda got, expected, num_queries, num_kv: (
+            "your mask differs from the causal mask: query 0, at position"
+            f" {num_kv - num_queries}, may attend to {expected[0].int().tolist()},"
+            f" yours says {got[0].int().tolist()} (1 = may attend)."
+        ),
+        where=_mask_where,
+        correct="Correct: torch.ones(Lq, Lk, dtype=torch.bool).tril(diagonal=Lk - Lq)."
+        " Query i sits at position Lk - Lq + i and sees every position up to its own,"
+        " cached or new.",
     )
 
 
@@ -353,44 +313,36 @@ def check_cross_attention(fn) -> Feedback:
 
     Taught in ``chapters/05_transformer/04_bug_hunt.ipynb``.
     """
-    for seed, case in enumerate(_CROSS_CASES):
-        attention, x, memory, lens = _cross_setup(case, seed)
-        batch_size, num_queries, num_kv, width, num_heads, _ = case
-        where = "For " + _sizes(B=batch_size, Lq=num_queries, Lk=num_kv, D=width,
-                                H=num_heads) + f", src_valid_lens={lens.tolist()}"
-        with torch.no_grad():  # so that any answer form works, NumPy included
-            got, error = run_safely(fn, attention, x.clone(), memory.clone(),
-                                    lens.clone())
-        if error is not None:
-            return _hinted(error, _CROSS_HINTS)
-        got, error = read_tensor(got, "output (B, Lq, D)")
-        if error is not None:
-            return error
-        with torch.no_grad():
-            expected = attention(x, memory, memory, lens)  # (B, Lq, D)
-            if close(got, expected):
-                continue
-            if got.shape == (batch_size, num_kv, width):
-                return Feedback.wrong(
-                    f"{where}: your output has one row per memory position, (B, Lk,"
-                    f" D) = {tuple(got.shape)}: the queries come from the memory."
-                    " Queries and keys swapped: the target asks (queries), the memory"
-                    " answers (keys and values)."
-                )
-            matched = first_match(got, _cross_variants(attention, x, memory, lens),
-                                  where)
-        if matched is not None:
-            return matched
-        got, error = read_tensor(got, "output (B, Lq, D)", expected.shape)
-        if error is not None:
-            return Feedback.wrong(f"{where}: {error.message}")
-        return Feedback.wrong(
-            f"{where}: your output differs from attention(x, memory, memory,"
-            f" src_valid_lens) by up to {(got.double() - expected).abs().max():.3f}."
+    def where(attention, x, memory, lens):
+        return "For " + sizes(B=x.shape[0], Lq=x.shape[1], Lk=memory.shape[1],
+                              D=x.shape[2], H=attention.num_heads) + (
+            f", src_valid_lens={lens.tolist()}"
         )
-    return Feedback.ok(
-        "Correct: attention(x, memory, memory, src_valid_lens). The target asks, the"
-        " memory answers, and the source's padding gets zero weight."
+
+    def explain(got, expected, attention, x, memory, lens):
+        if got.shape == memory.shape:
+            return (
+                f"your output has one row per memory position, (B, Lk, D) ="
+                f" {tuple(got.shape)}: the queries come from the memory. Queries and"
+                " keys swapped: the target asks (queries), the memory answers (keys and"
+                " values)."
+            )
+        if got.shape == expected.shape:
+            return (
+                "your output differs from attention(x, memory, memory, src_valid_lens)"
+                f" by up to {(got.double() - expected).abs().max():.3f}."
+            )
+        return None
+
+    # run without gradients, so that any answer form works, NumPy included
+    answer = torch.no_grad()(fn) if callable(fn) else fn
+    return diagnose(
+        answer, [_cross_setup(case, seed) for seed, case in enumerate(_CROSS_CASES)],
+        lambda attention, x, memory, lens: attention(x, memory, memory, lens),
+        _cross_variants, what="output (B, Lq, D)", where=where, hint=_CROSS_HINTS,
+        explain=explain,
+        correct="Correct: attention(x, memory, memory, src_valid_lens). The target"
+        " asks, the memory answers, and the source's padding gets zero weight.",
     )
 
 
@@ -428,6 +380,11 @@ _STEP_MISTAKES = {
         "mask ignored: fill the scores where allowed is False with a very negative"
         " number (masked_fill(~allowed, ...)) before the softmax."
     ),
+    ("mask", "inverted"): (
+        "mask inverted: you hid the positions where allowed is True. True means 'may"
+        " attend' (as in F.scaled_dot_product_attention): fill the scores where the"
+        " mask is *False*, masked_fill(~allowed, ...)."
+    ),
     ("merge", "view"): (
         "merge without transpose: you reshaped the heads (B, H, Lq, Dh) straight to"
         " (B, Lq, D), so row i holds numbers from several positions of one head."
@@ -438,9 +395,15 @@ _STEP_WAYS = {
     "split": ("right", "view"),
     "scale": ("right", "none", "D"),
     "softmax": ("right", "queries"),
-    "mask": ("right", "ignored"),
+    "mask": ("right", "ignored", "inverted"),
     "merge": ("right", "view"),
 }
+# every combination of ways, one mistake first, then two, ...
+_STEP_COMBOS = sorted(
+    (combo for combo in itertools.product(*_STEP_WAYS.values())
+     if any(way != "right" for way in combo)),
+    key=lambda combo: sum(way != "right" for way in combo),
+)
 
 _STEP_HINTS = [
     (
@@ -464,20 +427,18 @@ _STEP_HINTS = [
 
 
 def _attend(q, k, v, num_heads, allowed, split, scale, softmax, mask, merge):
-    """The attention step done one way per step (see ``_STEP_WAYS``)."""
-    batch_size, num_queries, width = q.shape
-    head_dim = width // num_heads
-    splitter = _split_no_transpose if split == "view" else split_heads
-    q, k, v = (splitter(t, num_heads) for t in (q, k, v))  # (B, H, L, Dh) each
-    attn_scores = q @ k.transpose(-2, -1)  # (B, H, Lq, Lk)
-    if scale != "none":
-        attn_scores = attn_scores / math.sqrt(width if scale == "D" else head_dim)
-    if mask == "right":
-        lowest = torch.finfo(attn_scores.dtype).min
-        attn_scores = attn_scores.masked_fill(~allowed, lowest)
-    attn_weights = torch.softmax(attn_scores, dim=-2 if softmax == "queries" else -1)
-    context = attn_weights @ v  # (B, H, Lq, Dh)
-    return _merge_no_transpose(context) if merge == "view" else merge_heads(context)
+    """The attention step done one way per step (see ``_STEP_WAYS``), by the library;
+    NaN where a query is left without a key (an inverted mask), whatever the fill."""
+    width = q.shape[-1]
+    scale = {"right": None, "none": 1.0, "D": 1 / math.sqrt(width)}[scale]
+    mask = {"right": allowed, "ignored": None, "inverted": ~allowed}[mask]
+    ways = dict(dim=-2 if softmax == "queries" else -1, mask=mask,
+                split=split_view if split == "view" else split_heads,
+                merge=merge_view if merge == "view" else merge_heads)
+    out = heads_attention(q, k, v, num_heads, scale, **ways)
+    # weights summing to 1 add 1 to the output when 1 is added to the values
+    no_key = (heads_attention(q, k, v + 1, num_heads, scale, **ways) - out).abs() < 0.5
+    return out.masked_fill(no_key, math.nan)
 
 
 def _step_setup(case, seed: int):
@@ -490,7 +451,36 @@ def _step_setup(case, seed: int):
     else:
         lens = torch.tensor([6, 2, 4])
         allowed = valid_lens_to_mask(lens, num_kv)[:, None, None, :]  # (B, 1, 1, Lk)
-    return q, k, v, allowed
+    return q, k, v, num_heads, allowed
+
+
+def _step_mistake(combo):
+    def mistake(q, k, v, num_heads, allowed):
+        return _attend(q, k, v, num_heads, allowed, *combo)
+
+    named = [_STEP_MISTAKES[step, way] for step, way in zip(_STEP_WAYS, combo)
+             if way != "right"]
+    listed = " ".join(f"({i}) {m}" for i, m in enumerate(named, 1))
+    return mistake, named[0] if len(named) == 1 else (
+        f"{len(named)} mistakes together. {listed}"
+    )
+
+
+def _explain_step(got, expected, q, k, v, num_heads, allowed):
+    heads_shape = split_heads(q, num_heads).shape
+    if got.shape == heads_shape:
+        return (
+            f"you returned the heads, (B, H, Lq, Dh) = {tuple(got.shape)}: merge them"
+            f" back to (B, Lq, D) = {tuple(expected.shape)}, transpose(1, 2) then"
+            " reshape."
+        )
+    if got.shape == expected.shape:
+        return (
+            "your output differs from multi-head attention by up to"
+            f" {(got.double() - expected).abs().max():.3f}. Split into (B, H, L, Dh),"
+            " scores q kᵀ / √Dh, masked softmax over the keys, weights @ v, merge."
+        )
+    return None
 
 
 @checker
@@ -503,9 +493,10 @@ def check_attention_step(fn) -> Feedback:
     Two cases, self-attention with the causal mask (Lq = Lk) and cross-attention with
     a padding mask (Lq ≠ Lk), with every size different. A wrong answer is compared
     with every combination of the typical mistakes (heads split or merged without the
-    transpose, no scale or √D, the softmax over the queries, the mask ignored), and
-    each mistake of the combination it equals is named; ``torch.bmm`` on four
-    dimensions, ``.view`` after a transpose and shapes that do not match get a hint.
+    transpose, no scale or √D, the softmax over the queries, the mask ignored or
+    inverted), and each mistake of the combination it equals is named; ``torch.bmm``
+    on four dimensions, ``.view`` after a transpose and shapes that do not match get a
+    hint.
 
     Shapes:
         fn: (q (B, Lq, D), k (B, Lk, D), v (B, Lk, D), int H, allowed broadcastable
@@ -513,58 +504,19 @@ def check_attention_step(fn) -> Feedback:
 
     Taught in ``chapters/05_transformer/04_bug_hunt.ipynb``.
     """
-    for seed, case in enumerate(_STEP_CASES):
-        batch_size, num_queries, num_kv, width, num_heads, kind = case
-        q, k, v, allowed = _step_setup(case, seed)
-        where = "For " + _sizes(B=batch_size, Lq=num_queries, Lk=num_kv, D=width,
-                                H=num_heads) + f" and a {kind} mask"
-        got, error = run_safely(fn, q.clone(), k.clone(), v.clone(), num_heads,
-                                allowed.clone())
-        if error is not None:
-            return _hinted(error, _STEP_HINTS)
-        got, error = read_tensor(got, "context (B, Lq, D)")
-        if error is not None:
-            return error
-        heads = [split_heads(t, num_heads) for t in (q, k, v)]  # (B, H, L, Dh) each
-        context, _ = dot_product_attention(*heads, mask=allowed)  # (B, H, Lq, Dh)
-        expected = merge_heads(context)  # (B, Lq, D)
-        if close(got, expected):
-            continue
-        if got.shape == context.shape:
-            return Feedback.wrong(
-                f"{where}: you returned the heads, (B, H, Lq, Dh) ="
-                f" {tuple(got.shape)}: merge them back to (B, Lq, D) ="
-                f" {tuple(expected.shape)}, transpose(1, 2) then reshape."
-            )
-        if got.shape == expected.shape:
-            combos = sorted(
-                (combo for combo in itertools.product(*_STEP_WAYS.values())
-                 if any(way != "right" for way in combo)),
-                key=lambda combo: sum(way != "right" for way in combo),
-            )  # one mistake first, then two, ...
-            for combo in combos:
-                if close(got, _attend(q, k, v, num_heads, allowed, *combo)):
-                    named = [
-                        _STEP_MISTAKES[step, way]
-                        for step, way in zip(_STEP_WAYS, combo)
-                        if way != "right"
-                    ]
-                    if len(named) == 1:
-                        return Feedback.wrong(f"{where}: {named[0]}")
-                    listed = " ".join(f"({i}) {m}" for i, m in enumerate(named, 1))
-                    return Feedback.wrong(
-                        f"{where}: {len(named)} mistakes together. {listed}"
-                    )
-        got, error = read_tensor(got, "context (B, Lq, D)", expected.shape)
-        if error is not None:
-            return Feedback.wrong(f"{where}: {error.message}")
-        return Feedback.wrong(
-            f"{where}: your output differs from multi-head attention by up to"
-            f" {(got.double() - expected).abs().max():.3f}. Split into (B, H, L, Dh),"
-            " scores q kᵀ / √Dh, masked softmax over the keys, weights @ v, merge."
-        )
-    return Feedback.ok(
-        "Correct: reshape and transpose into heads, q kᵀ / √Dh, the mask, a softmax"
-        " over the keys, weights @ v, transpose and reshape back: what the fixed"
-        " block does between W_q, W_k, W_v and W_o."
+    def where(q, k, v, num_heads, allowed):
+        kind = "causal" if allowed.dim() == 2 else "padding"
+        return "For " + sizes(B=q.shape[0], Lq=q.shape[1], Lk=k.shape[1], D=q.shape[2],
+                              H=num_heads) + f" and a {kind} mask"
+
+    return diagnose(
+        fn, [_step_setup(case, seed) for seed, case in enumerate(_STEP_CASES)],
+        lambda q, k, v, num_heads, allowed: heads_attention(q, k, v, num_heads,
+                                                            mask=allowed),
+        [_step_mistake(combo) for combo in _STEP_COMBOS],
+        what="context (B, Lq, D)", where=where, hint=_STEP_HINTS,
+        compare=close_where_defined, explain=_explain_step,
+        correct="Correct: reshape and transpose into heads, q kᵀ / √Dh, the mask, a"
+        " softmax over the keys, weights @ v, transpose and reshape back: what the"
+        " fixed block does between W_q, W_k, W_v and W_o.",
     )

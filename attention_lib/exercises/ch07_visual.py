@@ -31,9 +31,10 @@ from torch import Tensor, nn
 
 from ..digits import box_mask
 from ..vision import (
+    CBAM,
     GATES,
     ChannelAttention,
-    _make_gate,
+    SpatialAttention,
     channel_descriptors,
     image_to_tokens,
     spatial_descriptors,
@@ -42,11 +43,10 @@ from ._feedback import (
     Feedback,
     checker,
     close,
-    first_match,
+    diagnose,
+    diagnose_numbers,
     read_number,
-    read_numbers,
     read_tensor,
-    run_safely,
 )
 
 __all__ = [
@@ -65,11 +65,10 @@ def _shape(sizes) -> str:
     return "(" + ", ".join(str(int(s)) for s in sizes) + ")"
 
 
-def _finite(got: Tensor, what: str, where: str) -> Feedback | None:
+def _finite(got: Tensor, what: str) -> str | None:
     if got.dtype.is_floating_point and not bool(torch.isfinite(got).all()):
-        return Feedback.wrong(
-            f"{where}: your {what} holds NaN or inf: check for a division by zero or"
-            " a log of 0."
+        return (
+            f"your {what} holds NaN or inf: check for a division by zero or a log of 0."
         )
     return None
 
@@ -109,6 +108,7 @@ def _spatial_case(batch, channels, height, width, kernel_size, seed):
     with torch.no_grad():
         conv.weight.copy_(torch.randn(conv.weight.shape, generator=gen) * 0.4)
         conv.bias.copy_(torch.randn(1, generator=gen) * 0.2)
+    conv.seen = _ShapeRecorder(conv)  # what the reader's function gives it
     return x, conv
 
 
@@ -213,55 +213,45 @@ def check_spatial_gate(fn) -> Feedback:
 
     Taught in ``chapters/07_visual/04_exercises.ipynb``.
     """
-    for seed, (batch, channels, height, width, k) in enumerate(_SPATIAL_CASES):
-        where = f"For x of shape {_shape((batch, channels, height, width))} and a" \
-                f" {k}×{k} conv"
-        x, conv = _spatial_case(batch, channels, height, width, k, seed)
-        seen = _ShapeRecorder(conv)
-        got, error = run_safely(fn, x.clone(), conv)
-        diagnosis = next(
-            (d for s in seen.shapes
-             if (d := _spatial_diagnosis(s, batch, channels, height, width))), None)
-        if error is not None:
-            return _raised(_max_hint(error), diagnosis, where)
-        got, error = read_tensor(got, "gate")
-        if error is not None:
-            return error
-        with torch.no_grad():
-            expected = torch.sigmoid(conv(spatial_descriptors(x)))  # (B, 1, Hgt, W)
-            variants = _spatial_variants(x, conv)
-        if close(got, expected):
-            continue
-        wrong = first_match(got, variants, where)
-        if wrong is not None:
-            return wrong
-        if diagnosis is not None:
-            return Feedback.wrong(f"{where}: {diagnosis}")
+    def where(x, conv):
+        k = conv.kernel_size[0]
+        return f"For x of shape {_shape(x.shape)} and a {k}×{k} conv"
+
+    def diagnosis(x, conv):  # what the conv was given, in the reader's call
+        return next((d for s in conv.seen.shapes
+                     if (d := _spatial_diagnosis(s, *x.shape))), None)
+
+    def explain(got, expected, x, conv):
+        if diagnosis(x, conv) is not None:
+            return diagnosis(x, conv)
         if got.shape != expected.shape:
             if got.numel() == expected.numel() and close(
                     got.reshape(expected.shape), expected):
-                return Feedback.wrong(
-                    f"{where}: the values are right, but the gate has shape"
-                    f" {_shape(got.shape)}: keep it (B, 1, Hgt, W) ="
-                    f" {_shape(expected.shape)}, so that it broadcasts against x."
+                return (
+                    f"the values are right, but the gate has shape {_shape(got.shape)}:"
+                    f" keep it (B, 1, Hgt, W) = {_shape(expected.shape)}, so that it"
+                    " broadcasts against x."
                 )
-            return Feedback.wrong(
-                f"{where}: the gate should have shape (B, 1, Hgt, W) ="
-                f" {_shape(expected.shape)}, yours has shape {_shape(got.shape)}."
+            return (
+                f"the gate should have shape (B, 1, Hgt, W) = {_shape(expected.shape)},"
+                f" yours has shape {_shape(got.shape)}."
             )
-        wrong = _finite(got, "gate", where)
-        if wrong is not None:
-            return wrong
-        return Feedback.wrong(
-            f"{where}: your gate differs; at pixel (0, 0) of image 0 it is"
+        return _finite(got, "gate") or (
+            f"your gate differs; at pixel (0, 0) of image 0 it is"
             f" {got[0, 0, 0, 0].item():.4f}, expected"
             f" {expected[0, 0, 0, 0].item():.4f}."
         )
-    return Feedback.ok(
-        "Correct: torch.sigmoid(conv(torch.cat([x.mean(dim=1, keepdim=True),"
+
+    return diagnose(
+        fn, [_spatial_case(*case, seed) for seed, case in enumerate(_SPATIAL_CASES)],
+        lambda x, conv: torch.sigmoid(conv(spatial_descriptors(x))),  # (B, 1, Hgt, W)
+        _spatial_variants, what="gate", where=where, explain=explain,
+        hint=lambda error, x, conv: _raised(_max_hint(error), diagnosis(x, conv),
+                                            where(x, conv)),
+        correct="Correct: torch.sigmoid(conv(torch.cat([x.mean(dim=1, keepdim=True),"
         " x.amax(dim=1, keepdim=True)], dim=1))), one weight in (0, 1) per pixel,"
         " shared by all C channels. The pooling is over the channel axis: over the"
-        " image it would leave no map to weigh."
+        " image it would leave no map to weigh.",
     )
 
 
@@ -286,6 +276,7 @@ def _channel_case(batch, channels, height, width, reduction, seed):
         for layer in (mlp[0], mlp[2]):
             layer.weight.copy_(torch.randn(layer.weight.shape, generator=gen) * 0.6)
             layer.bias.copy_(torch.randn(layer.bias.shape, generator=gen) * 0.3)
+    mlp.seen = _ShapeRecorder(mlp[0])  # what the reader's function gives it
     return x, mlp
 
 
@@ -388,48 +379,45 @@ def check_channel_gate(fn) -> Feedback:
 
     Taught in ``chapters/07_visual/04_exercises.ipynb``.
     """
-    for seed, (batch, channels, height, width, r) in enumerate(_CHANNEL_CASES):
-        where = f"For x of shape {_shape((batch, channels, height, width))} and r = {r}"
-        x, mlp = _channel_case(batch, channels, height, width, r, seed)
-        seen = _ShapeRecorder(mlp[0])
-        got, error = run_safely(fn, x.clone(), mlp)
-        diagnosis = next(
-            (d for s in seen.shapes
-             if (d := _channel_diagnosis(s, batch, channels, height, width))), None)
-        if error is not None:
-            return _raised(_max_hint(error), diagnosis, where)
+    cases = [_channel_case(*case, seed) for seed, case in enumerate(_CHANNEL_CASES)]
+    reduction = {id(mlp): case[-1] for (_, mlp), case in zip(cases, _CHANNEL_CASES)}
+
+    def where(x, mlp):
+        return f"For x of shape {_shape(x.shape)} and r = {reduction[id(mlp)]}"
+
+    def diagnosis(x, mlp):  # what the MLP was given, in the reader's call
+        return next((d for s in mlp.seen.shapes
+                     if (d := _channel_diagnosis(s, *x.shape))), None)
+
+    def read(got, x, mlp):
         got, error = read_tensor(got, "gate")
-        if error is not None:
-            return error
-        if got.shape == (batch, channels, 1, 1):
-            got = got.reshape(batch, channels)  # the gate shaped to broadcast: fine
-        with torch.no_grad():
-            expected = _library_gate(x, mlp, r, "avg+max")  # (B, C)
-            variants = _channel_variants(x, mlp, r)
-        if close(got, expected):
-            continue
-        wrong = first_match(got, variants, where)
-        if wrong is not None:
-            return wrong
-        if diagnosis is not None:
-            return Feedback.wrong(f"{where}: {diagnosis}")
+        if error is None and got.shape == x.shape[:2] + (1, 1):
+            got = got.reshape(x.shape[:2])  # the gate shaped to broadcast: fine
+        return got, error
+
+    def explain(got, expected, x, mlp):
+        if diagnosis(x, mlp) is not None:
+            return diagnosis(x, mlp)
         if got.shape != expected.shape:
-            return Feedback.wrong(
-                f"{where}: the gate should have shape (B, C) ="
-                f" {_shape(expected.shape)}, yours has shape {_shape(got.shape)}."
+            return (
+                f"the gate should have shape (B, C) = {_shape(expected.shape)}, yours"
+                f" has shape {_shape(got.shape)}."
             )
-        wrong = _finite(got, "gate", where)
-        if wrong is not None:
-            return wrong
-        return Feedback.wrong(
-            f"{where}: your gate differs; for image 0 it is"
+        return _finite(got, "gate") or (
+            f"your gate differs; for image 0 it is"
             f" {[round(v, 4) for v in got[0, :4].tolist()]}..., expected"
             f" {[round(v, 4) for v in expected[0, :4].tolist()]}..."
         )
-    return Feedback.ok(
-        "Correct: torch.sigmoid(mlp(x.mean(dim=(2, 3))) + mlp(x.amax(dim=(2, 3)))),"
-        " one weight in (0, 1) per channel, shared by all pixels. One MLP serves both"
-        " descriptors, so CBAM's channel gate has exactly SE's parameters."
+
+    return diagnose(
+        fn, cases, lambda x, mlp: _library_gate(x, mlp, reduction[id(mlp)], "avg+max"),
+        lambda x, mlp: _channel_variants(x, mlp, reduction[id(mlp)]), what="gate",
+        where=where, read=read, explain=explain,
+        hint=lambda error, x, mlp: _raised(_max_hint(error), diagnosis(x, mlp),
+                                           where(x, mlp)),
+        correct="Correct: torch.sigmoid(mlp(x.mean(dim=(2, 3))) + mlp(x.amax(dim=(2,"
+        " 3)))), one weight in (0, 1) per channel, shared by all pixels. One MLP serves"
+        " both descriptors, so CBAM's channel gate has exactly SE's parameters.",
     )
 
 
@@ -441,8 +429,13 @@ _PARAM_CASES = ((64, 16, 7), (10, 4, 3), (48, 8, 5), (3, 4, 7))
 
 def _gate_parameters(gate: str, channels: int, reduction: int, kernel_size: int) -> int:
     """The parameters of the library's gate, counted on the ``meta`` device."""
-    with torch.device("meta"):
-        module = _make_gate(gate, channels, reduction, kernel_size)
+    with torch.device("meta"):  # the gates as vision.DigitCNN builds them
+        module = {
+            "se": lambda: ChannelAttention(channels, reduction, pooling="avg"),
+            "channel": lambda: ChannelAttention(channels, reduction, pooling="avg+max"),
+            "spatial": lambda: SpatialAttention(kernel_size),
+            "cbam": lambda: CBAM(channels, reduction, kernel_size),
+        }[gate]()
     return sum(p.numel() for p in module.parameters())
 
 
@@ -529,9 +522,8 @@ def _param_variants(gate: str) -> list:
     ]
 
 
-def _same(answers, expected) -> bool:
-    return all(math.isclose(float(a), float(e), rel_tol=1e-9, abs_tol=1e-9)
-               for a, e in zip(answers, expected))
+def _same(answer: float, expected: float) -> bool:
+    return math.isclose(answer, expected, rel_tol=1e-9, abs_tol=1e-9)
 
 
 @checker
@@ -552,24 +544,25 @@ def check_gate_parameters(fn) -> Feedback:
     Taught in ``chapters/07_visual/04_exercises.ipynb``.
     """
     for gate in GATES:
-        answers, error = read_numbers(
-            fn, [(gate, *case) for case in _PARAM_CASES], "number of parameters")
-        if error is not None:
-            return error
-        expected = [_gate_parameters(gate, *case) for case in _PARAM_CASES]
-        if _same(answers, expected):
-            continue
-        for formula, message in _param_variants(gate):
-            if _same(answers, [formula(*case) for case in _PARAM_CASES]):
-                return Feedback.wrong(f'For gate="{gate}": {message}')
-        bad = next(i for i, (a, e) in enumerate(zip(answers, expected))
-                   if not _same([a], [e]))
-        c, r, k = _PARAM_CASES[bad]
-        return Feedback.wrong(
-            f'For gate="{gate}", C = {c}, r = {r}, k = {k} you count'
-            f" {float(answers[bad]):,.6g} parameters; the library's gate has"
-            f" {expected[bad]:,}."
+        def explain(answers, expected, gate=gate):
+            bad = next(i for i, (a, e) in enumerate(zip(answers, expected))
+                       if not _same(a, e))
+            c, r, k = _PARAM_CASES[bad]
+            return (
+                f'For gate="{gate}", C = {c}, r = {r}, k = {k} you count'
+                f" {answers[bad]:,.6g} parameters; the library's gate has"
+                f" {expected[bad]:,.0f}."
+            )
+
+        feedback = diagnose_numbers(
+            fn, [(gate, *case) for case in _PARAM_CASES], _gate_parameters,
+            [(lambda gate, c, r, k, formula=formula: formula(c, r, k), message)
+             for formula, message in _param_variants(gate)],
+            what="number of parameters", equal=_same, prefix=f'For gate="{gate}": ',
+            explain=explain, correct="",
         )
+        if not feedback:
+            return feedback
     return Feedback.ok(
         "Correct: SE and CBAM's channel gate 2·C·h + h + C with h = max(1, C // r)"
         f" ({_gate_parameters('se', 64, 16, 7):,} for C = 64, r = 16), the spatial gate"
@@ -633,39 +626,29 @@ def check_image_to_tokens(fn) -> Feedback:
 
     Taught in ``chapters/07_visual/04_exercises.ipynb``.
     """
-    for sizes in _TOKEN_CASES:
-        where = f"For features of shape {_shape(sizes)}"
-        x = _coded(*sizes)
-        got, error = run_safely(fn, x.clone())
-        if error is not None:
-            return error
-        got, error = read_tensor(got, "tokens")
-        if error is not None:
-            return error
-        expected = image_to_tokens(x)  # (B, Hgt·W, C)
-        if close(got, expected):
-            continue
-        wrong = first_match(got, _token_variants(x), where)
-        if wrong is not None:
-            return wrong
+    def explain(got, expected, x):
         if got.shape != expected.shape:
-            return Feedback.wrong(
-                f"{where}: the tokens should have shape (B, Hgt·W, C) ="
+            return (
+                "the tokens should have shape (B, Hgt·W, C) ="
                 f" {_shape(expected.shape)}, yours have shape {_shape(got.shape)}."
             )
         t = next(i for i in range(expected.shape[1])
                  if not close(got[:, i], expected[:, i]))
-        width = sizes[3]
-        return Feedback.wrong(
-            f"{where}: token {t} should be the pixel at row {t // width}, column"
-            f" {t % width}, with features {expected[0, t].int().tolist()} (the values"
-            f" code 100·channel + 10·row + column); yours is"
+        width = x.shape[3]
+        return (
+            f"token {t} should be the pixel at row {t // width}, column {t % width},"
+            f" with features {expected[0, t].int().tolist()} (the values code"
+            f" 100·channel + 10·row + column); yours is"
             f" {[round(v, 2) for v in got[0, t].tolist()]}."
         )
-    return Feedback.ok(
-        "Correct: features.flatten(2).transpose(1, 2), or .permute(0, 2, 3, 1)"
+
+    return diagnose(
+        fn, [(_coded(*sizes),) for sizes in _TOKEN_CASES], image_to_tokens,
+        _token_variants, what="tokens", explain=explain,
+        where=lambda x: f"For features of shape {_shape(x.shape)}",
+        correct="Correct: features.flatten(2).transpose(1, 2), or .permute(0, 2, 3, 1)"
         ".reshape(B, Hgt * W, C): token row·W + col is the pixel (row, col), and"
-        " tokens_to_grid turns weights over the tokens back into a map."
+        " tokens_to_grid turns weights over the tokens back into a map.",
     )
 
 
@@ -738,43 +721,32 @@ def check_patchify(fn) -> Feedback:
 
     Taught in ``chapters/07_visual/04_exercises.ipynb``.
     """
-    for batch, channels, height, width, p in _PATCH_CASES:
-        where = (f"For images of shape {_shape((batch, channels, height, width))} and"
-                 f" p = {p}")
-        x = _coded(batch, channels, height, width)
-        got, error = run_safely(fn, x.clone(), p)
-        if error is not None:
-            return error
-        got, error = read_tensor(got, "patches")
-        if error is not None:
-            return error
-        expected = _patches(x, p)  # (B, P, C·p·p)
-        if close(got, expected):
-            continue
-        wrong = first_match(got, _patch_variants(x, p), where)
-        if wrong is not None:
-            return wrong
+    def explain(got, expected, x, p):
         if got.shape != expected.shape:
-            return Feedback.wrong(
-                f"{where}: the patches should have shape (B, P, C·p·p) ="
+            return (
+                "the patches should have shape (B, P, C·p·p) ="
                 f" {_shape(expected.shape)}, P = (Hgt/p)·(W/p) patches that do not"
                 f" overlap; yours have shape {_shape(got.shape)}."
             )
         n = next(i for i in range(expected.shape[1])
                  if not close(got[:, i], expected[:, i]))
-        gw = width // p
-        return Feedback.wrong(
-            f"{where}: patch {n} should be rows {n // gw * p} to {n // gw * p + p - 1},"
-            f" columns {n % gw * p} to {n % gw * p + p - 1}, starting"
+        gw = x.shape[3] // p
+        return (
+            f"patch {n} should be rows {n // gw * p} to {n // gw * p + p - 1}, columns"
+            f" {n % gw * p} to {n % gw * p + p - 1}, starting"
             f" {expected[0, n, :p + 1].int().tolist()} (the values code 100·channel +"
-            f" 10·row + column); yours starts"
+            " 10·row + column); yours starts"
             f" {[round(v, 2) for v in got[0, n, :p + 1].tolist()]}."
         )
-    return Feedback.ok(
-        "Correct: x.reshape(B, C, Hgt // p, p, W // p, p).permute(0, 2, 4, 1, 3, 5)"
-        ".reshape(B, P, C * p * p), the same as F.unfold(x, p, stride=p)"
-        ".transpose(1, 2)."
-        " A Linear layer on these patches is PatchEmbedding's strided convolution."
+
+    return diagnose(
+        fn, [(_coded(*sizes), p) for *sizes, p in _PATCH_CASES], _patches,
+        _patch_variants, what="patches", explain=explain,
+        where=lambda x, p: f"For images of shape {_shape(x.shape)} and p = {p}",
+        correct="Correct: x.reshape(B, C, Hgt // p, p, W // p, p).permute(0, 2, 4, 1,"
+        " 3, 5).reshape(B, P, C * p * p), the same as F.unfold(x, p, stride=p)"
+        ".transpose(1, 2). A Linear layer on these patches is PatchEmbedding's strided"
+        " convolution.",
     )
 
 
@@ -889,30 +861,25 @@ def check_pointing_accuracy(fn) -> Feedback:
 
     Taught in ``chapters/07_visual/04_exercises.ipynb``.
     """
-    for num, height, width, seed in _POINT_CASES:
-        where = f"For {num} maps of {height} × {width}"
-        weights, boxes = _pointing_case(num, height, width, seed)
-        got, error = run_safely(fn, weights.clone(), boxes.clone())
-        if error is not None:
-            return error
-        got, error = read_number(got, "share")
-        if error is not None:
-            return error
-        expected = _pointing(weights, boxes)
+    def close_share(got, value) -> bool:
         tol = 1e-3 if got.dtype in (torch.float16, torch.bfloat16) else 1e-6
-        if math.isclose(float(got), expected, abs_tol=tol):
-            continue
+        return math.isclose(float(got), value, rel_tol=1e-4, abs_tol=tol)
+
+    def explain(got, expected, weights, boxes):
         if not math.isfinite(float(got)):
-            return Feedback.wrong(f"{where}: your share is {float(got)}.")
-        for value, message in _pointing_variants(weights, boxes):
-            if math.isclose(float(got), value, rel_tol=1e-4, abs_tol=tol):
-                return Feedback.wrong(f"{where}: {message}")
-        return Feedback.wrong(
-            f"{where}: your share is {float(got):.4f}; the largest weight falls inside"
-            f" the box in {expected:.4f} of the maps."
+            return f"your share is {float(got)}."
+        return (
+            f"your share is {float(got):.4f}; the largest weight falls inside the box"
+            f" in {expected:.4f} of the maps."
         )
-    return Feedback.ok(
-        "Correct: idx = weights.flatten(1).argmax(1), row = idx // W, col = idx % W,"
-        " and a hit when top ≤ row < bottom and left ≤ col < right. Compare it with"
-        " chance, the boxes' average share of the grid."
+
+    return diagnose(
+        fn, [_pointing_case(*case) for case in _POINT_CASES], _pointing,
+        _pointing_variants, what="share", read=lambda got, *case: read_number(
+            got, "share"), compare=close_share, explain=explain,
+        where=lambda weights, boxes: f"For {len(weights)} maps of {weights.shape[1]} ×"
+        f" {weights.shape[2]}",
+        correct="Correct: idx = weights.flatten(1).argmax(1), row = idx // W, col = idx"
+        " % W, and a hit when top ≤ row < bottom and left ≤ col < right. Compare it"
+        " with chance, the boxes' average share of the grid.",
     )

@@ -25,7 +25,6 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from .._checks import describe
 from ..transformer import (
     AddNorm,
     PositionWiseFFN,
@@ -38,10 +37,13 @@ from ._feedback import (
     Feedback,
     checker,
     close,
+    describe,
+    diagnose,
+    diagnose_numbers,
     read_number,
-    read_numbers,
     read_tensor,
     run_safely,
+    sizes,
 )
 
 __all__ = [
@@ -127,10 +129,6 @@ def _meta_parameters(module_class, *sizes) -> float:
     with torch.device("meta"):  # sizes only: no memory, no random numbers drawn
         module = module_class(*sizes)
     return float(sum(p.numel() for p in module.parameters()))
-
-
-def _sizes(**sizes) -> str:
-    return ", ".join(f"{name} = {size}" for name, size in sizes.items())
 
 
 def _difference(answer: float, expected: float) -> str:
@@ -232,17 +230,6 @@ def _decoder_count(d: int, h: int, f: int) -> int:
 def _check_block_parameters(fn, decoder: bool) -> Feedback:
     block = TransformerDecoderBlock if decoder else TransformerEncoderBlock
     name = "decoder" if decoder else "encoder"
-    answers, error = read_numbers(fn, _BLOCK_CASES, "number of parameters")
-    if error is not None:
-        return error
-    answers = [float(answer) for answer in answers]
-    expected = [_meta_parameters(block, d, h, f) for d, h, f in _BLOCK_CASES]
-    if answers == expected:
-        formula = "8D² + 2D·Dff + 15D + Dff" if decoder else "4D² + 2D·Dff + 9D + Dff"
-        return Feedback.ok(
-            f"Correct: {formula}, {expected[2]:,.0f} for D = 512, Dff = 2048, with one"
-            " head or eight."
-        )
     other = _encoder_count if decoder else _decoder_count
     own = _decoder_count if decoder else _encoder_count
     specific: list[tuple[Callable[[int, int, int], float], str]] = [
@@ -268,38 +255,43 @@ def _check_block_parameters(fn, decoder: bool) -> Feedback:
             " argument: the FFN has D·Dff + Dff + Dff·D + D parameters.",
         ),
     ]
-    for formula, message in specific:
-        if answers == [float(formula(d, h, f)) for d, h, f in _BLOCK_CASES]:
-            return Feedback.wrong(f"Not yet: {message}")
-    values = [_param_values(d, f) for d, _, f in _BLOCK_CASES]
-    num_norms = 3 if decoder else 2
-    named = _name_omission(
-        answers,
-        expected,
-        values,
-        _block_parts(num_norms, decoder),
-        _block_groups(num_norms, decoder),
-        _PARAM_BASIS,
-    )
-    if named is not None:
-        return named
-    one_head, many_heads = 3, 4  # (64, 1, 100) and (64, 16, 100)
-    if answers[one_head] != answers[many_heads]:
-        return Feedback.wrong(
-            f"Your count depends on H (D = 64, Dff = 100: {answers[one_head]:,.0f} with"
-            f" H = 1, {answers[many_heads]:,.0f} with H = 16). The number of heads only"
-            " decides how the D projected features are grouped; it adds no parameters."
+
+    def explain(answers, expected):
+        values = [_param_values(d, f) for d, _, f in _BLOCK_CASES]
+        num_norms = 3 if decoder else 2
+        named = _name_omission(
+            answers, expected, values, _block_parts(num_norms, decoder),
+            _block_groups(num_norms, decoder), _PARAM_BASIS,
         )
-    bad = next(i for i, (a, e) in enumerate(zip(answers, expected)) if a != e)
-    d, h, f = _BLOCK_CASES[bad]
-    parts = (
-        "self-attention, cross-attention, FFN and three LayerNorms"
-        if decoder else "self-attention, FFN and two LayerNorms"
-    )
-    return Feedback.wrong(
-        f"For {_sizes(D=d, H=h, Dff=f)} you count {answers[bad]:,.0f}; the {name} block"
-        f" has {expected[bad]:,.0f}, {_difference(answers[bad], expected[bad])}. Count"
-        f" the {parts}, every weight and every bias."
+        if named is not None:
+            return named
+        one_head, many_heads = 3, 4  # (64, 1, 100) and (64, 16, 100)
+        if answers[one_head] != answers[many_heads]:
+            return (
+                f"Your count depends on H (D = 64, Dff = 100: {answers[one_head]:,.0f}"
+                f" with H = 1, {answers[many_heads]:,.0f} with H = 16). The number of"
+                " heads only decides how the D projected features are grouped; it adds"
+                " no parameters."
+            )
+        bad = next(i for i, (a, e) in enumerate(zip(answers, expected)) if a != e)
+        d, h, f = _BLOCK_CASES[bad]
+        parts = (
+            "self-attention, cross-attention, FFN and three LayerNorms"
+            if decoder else "self-attention, FFN and two LayerNorms"
+        )
+        return (
+            f"For {sizes(' = ', D=d, H=h, Dff=f)} you count {answers[bad]:,.0f}; the"
+            f" {name} block has {expected[bad]:,.0f},"
+            f" {_difference(answers[bad], expected[bad])}. Count the {parts}, every"
+            " weight and every bias."
+        )
+
+    formula = "8D² + 2D·Dff + 15D + Dff" if decoder else "4D² + 2D·Dff + 9D + Dff"
+    return diagnose_numbers(
+        fn, _BLOCK_CASES, lambda d, h, f: _meta_parameters(block, d, h, f), specific,
+        what="number of parameters", explain=explain,
+        correct=lambda expected: f"Correct: {formula}, {expected[2]:,.0f} for D = 512,"
+        " Dff = 2048, with one head or eight.",
     )
 
 
@@ -403,16 +395,7 @@ def check_encoder_block_macs(fn) -> Feedback:
     Taught in ``chapters/05_transformer/05_exercises.ipynb``.
     """
     cases = [(length, width, ffn) for length, width, _, ffn in _MAC_CASES]
-    answers, error = read_numbers(fn, cases, "number of multiply-adds")
-    if error is not None:
-        return error
-    answers = [float(answer) for answer in answers]
-    expected = [_block_macs_per_token(*case) for case in _MAC_CASES]
-    if answers == expected:
-        return Feedback.ok(
-            f"Correct: 4D² + 2LD + 2D·Dff, {expected[2]:,.0f} multiply-adds per token"
-            " for L = 100, D = 512, Dff = 2048. The attention's share grows with L."
-        )
+    macs = {case: _block_macs_per_token(*full) for case, full in zip(cases, _MAC_CASES)}
 
     def right(length, width, ffn):
         return 4 * width**2 + 2 * length * width + 2 * width * ffn
@@ -439,22 +422,30 @@ def check_encoder_block_macs(fn) -> Feedback:
             "you assumed Dff = 4D: use the ffn_hidden argument, the FFN costs 2D·Dff.",
         ),
     ]
-    for formula, message in specific:
-        if answers == [float(formula(*case)) for case in cases]:
-            return Feedback.wrong(f"Not yet: {message}")
-    values = [(d * d, l * d, d * f) for l, d, f in cases]
-    named = _name_omission(
-        answers, expected, values, _MAC_PARTS, _MAC_GROUPS, _MAC_BASIS
-    )
-    if named is not None:
-        return named
-    bad = next(i for i, (a, e) in enumerate(zip(answers, expected)) if a != e)
-    length, width, ffn = cases[bad]
-    return Feedback.wrong(
-        f"For {_sizes(L=length, D=width, Dff=ffn)} you count {answers[bad]:,.0f}"
-        f" multiply-adds per token; the block does {expected[bad]:,.0f}. Count every"
-        " matrix product one token takes part in: four projections, its scores and"
-        " its weighted sum of the values, the FFN's two layers."
+
+    def explain(answers, expected):
+        values = [(d * d, l * d, d * f) for l, d, f in cases]
+        named = _name_omission(
+            answers, expected, values, _MAC_PARTS, _MAC_GROUPS, _MAC_BASIS
+        )
+        if named is not None:
+            return named
+        bad = next(i for i, (a, e) in enumerate(zip(answers, expected)) if a != e)
+        length, width, ffn = cases[bad]
+        return (
+            f"For {sizes(' = ', L=length, D=width, Dff=ffn)} you count"
+            f" {answers[bad]:,.0f} multiply-adds per token; the block does"
+            f" {expected[bad]:,.0f}. Count every matrix product one token takes part"
+            " in: four projections, its scores and its weighted sum of the values, the"
+            " FFN's two layers."
+        )
+
+    return diagnose_numbers(
+        fn, cases, lambda *case: macs[case], specific, what="number of multiply-adds",
+        explain=explain,
+        correct=lambda expected: f"Correct: 4D² + 2LD + 2D·Dff, {expected[2]:,.0f}"
+        " multiply-adds per token for L = 100, D = 512, Dff = 2048. The attention's"
+        " share grows with L.",
     )
 
 
@@ -767,36 +758,29 @@ def check_smoothed_loss(fn) -> Feedback:
     Taught in ``chapters/05_transformer/05_exercises.ipynb``.
     """
     gen = torch.Generator().manual_seed(0)
-    for vocab, target, eps in _SMOOTH_CASES:
-        logits = 2 * torch.randn(vocab, generator=gen)  # (V,)
-        where = f"For V = {vocab}, target = {target}, ε = {eps}"
-        got, error = run_safely(fn, logits.clone(), target, eps)
-        if error is not None:
-            return error
-        got, error = read_number(got, "loss")
-        if error is not None:
-            return error
-        expected = F.cross_entropy(
-            logits.double()[None], torch.tensor([target]), label_smoothing=eps
-        )  # scalar
-        if close(got, expected):
-            continue
+    cases = [(2 * torch.randn(vocab, generator=gen), target, eps)  # logits (V,)
+             for vocab, target, eps in _SMOOTH_CASES]
+
+    def explain(got, expected, logits, target, eps):
         if torch.isnan(got):
-            return Feedback.wrong(
-                f"{where}: your loss is NaN: the log of a negative number? Take"
+            return (
+                "your loss is NaN: the log of a negative number? Take"
                 " log_softmax(logits), not log(logits)."
             )
-        for variant, message in _smoothed_variants(logits.double(), target, eps):
-            if close(got, variant):
-                return Feedback.wrong(f"{where}: {message}")
-        return Feedback.wrong(
-            f"{where}: your loss is {got.item():.6g}, expected {expected.item():.6g}:"
-            " −Σ_v q_v log p_v with q = (1 − ε)·one-hot + ε/V and"
-            " log p = log_softmax(logits)."
+        return (
+            f"your loss is {got.item():.6g}, expected {expected.item():.6g}: −Σ_v q_v"
+            " log p_v with q = (1 − ε)·one-hot + ε/V and log p = log_softmax(logits)."
         )
-    return Feedback.ok(
-        "Correct: −Σ_v q_v log p_v with q = (1 − ε)·one-hot + ε/V, the same as"
-        " F.cross_entropy(..., label_smoothing=ε)."
+
+    return diagnose(
+        fn, cases, lambda logits, target, eps: F.cross_entropy(
+            logits.double()[None], torch.tensor([target]), label_smoothing=eps),
+        lambda logits, target, eps: _smoothed_variants(logits.double(), target, eps),
+        what="loss", read=lambda got, *case: read_number(got, "loss"), explain=explain,
+        where=lambda logits, target, eps: f"For V = {len(logits)}, target = {target},"
+        f" ε = {eps}",
+        correct="Correct: −Σ_v q_v log p_v with q = (1 − ε)·one-hot + ε/V, the same as"
+        " F.cross_entropy(..., label_smoothing=ε).",
     )
 
 
@@ -956,7 +940,8 @@ def _cache_numbers(steps: int, num_layers: int, width: int, batch_size: int) -> 
     with torch.no_grad():
         for _ in range(steps):
             _, state = decoder(token, state)
-    return float(sum(layer_cache.numel() for layer_cache in state.cache))
+    # each layer's KVCache: projected keys and values, (B, H, T, Dh) each
+    return float(sum(t.numel() for layer_cache in state.cache for t in layer_cache))
 
 
 @checker
@@ -965,61 +950,59 @@ def check_cache_size(fn) -> Feedback:
     numbers :class:`~attention_lib.TransformerDecoder`'s cache holds after T one-token
     steps, counted by running the library's decoder on small cases.
 
-    The answer is N·B·T·D: one (B, T, D) tensor per layer, the self-attention's inputs.
-    Recognises a cache of projected keys and values (twice as much), the layers, the
-    batch or the width forgotten, one step too many or too few, and the sum over all
-    steps.
+    The answer is 2·N·B·T·D: per layer, the self-attention's projected keys and
+    values, two (B, H, T, Dh) tensors with H·Dh = D. Recognises the values (or the
+    keys) forgotten, the layers, the batch or the width forgotten, one step too many or
+    too few, and the sum over all steps.
 
     Shapes:
         fn: (int T, int N, int D, int B) -> one number
 
     Taught in ``chapters/05_transformer/05_exercises.ipynb``.
     """
-    answers, error = read_numbers(fn, _CACHE_CASES, "number of cached numbers")
-    if error is not None:
-        return error
-    answers = [float(answer) for answer in answers]
-    expected = [_cache_numbers(*case) for case in _CACHE_CASES]
-    if answers == expected:
-        return Feedback.ok(
-            f"Correct: N·B·T·D, one (B, T, D) tensor per layer: {6 * 100 * 512:,}"
-            " numbers for T = 100, N = 6, D = 512, B = 1."
-        )
     variants = [
         (
-            lambda t, n, d, b: 2 * n * b * t * d,
-            "you counted projected keys and values, two tensors per layer. That is"
-            " the cache of most implementations (Hugging Face's past_key_values); the"
-            " library caches each layer's self-attention *input*, one (B, T, D)"
-            " tensor, and projects it again at every step: half the numbers, more"
-            " work.",
+            lambda t, n, d, b: n * b * t * d,
+            "you counted one tensor per layer. The cache keeps the keys *and* the"
+            " values, each projected once at its own step: two (B, H, T, Dh) tensors"
+            " per layer (a cache of the layer's inputs would be one tensor, and would"
+            " be projected again at every step).",
         ),
-        (lambda t, n, d, b: b * t * d, "every layer keeps its own cache: × N."),
-        (lambda t, n, d, b: n * t * d, "each sentence of the batch has a cache: × B."),
-        (lambda t, n, d, b: n * b * t, "each cached position is D numbers: × D."),
+        (lambda t, n, d, b: 2 * b * t * d, "every layer keeps its own cache: × N."),
+        (lambda t, n, d, b: 2 * n * t * d,
+         "each sentence of the batch has a cache: × B."),
+        (lambda t, n, d, b: 2 * n * b * t,
+         "each cached position is D numbers (H heads of Dh), for keys and for"
+         " values: × D."),
         (
-            lambda t, n, d, b: n * b * (t + 1) * d,
+            lambda t, n, d, b: 2 * n * b * (t + 1) * d,
             "one position too many: after T steps the cache holds T positions, the"
             " tokens fed so far (<bos> and the T − 1 tokens after it).",
         ),
         (
-            lambda t, n, d, b: n * b * (t - 1) * d,
+            lambda t, n, d, b: 2 * n * b * (t - 1) * d,
             "one position too few: the token fed at step T is cached too, T positions"
             " in all.",
         ),
         (
-            lambda t, n, d, b: n * b * d * t * (t + 1) // 2,
+            lambda t, n, d, b: n * b * d * t * (t + 1),
             "you summed the cache's size over all steps, 1 + 2 + ... + T. The cache"
             " grows by one position a step; after T steps it holds T.",
         ),
     ]
-    for formula, message in variants:
-        if answers == [float(formula(*case)) for case in _CACHE_CASES]:
-            return Feedback.wrong(f"Not yet: {message}")
-    bad = next(i for i, (a, e) in enumerate(zip(answers, expected)) if a != e)
-    steps, num_layers, width, batch_size = _CACHE_CASES[bad]
-    return Feedback.wrong(
-        f"For {_sizes(T=steps, N=num_layers, D=width, B=batch_size)} you count"
-        f" {answers[bad]:,.0f}; the cache holds {expected[bad]:,.0f}: one (B, T, D)"
-        " tensor per layer."
+
+    def explain(answers, expected):
+        bad = next(i for i, (a, e) in enumerate(zip(answers, expected)) if a != e)
+        steps, num_layers, width, batch_size = _CACHE_CASES[bad]
+        return (
+            f"For {sizes(' = ', T=steps, N=num_layers, D=width, B=batch_size)} you"
+            f" count {answers[bad]:,.0f}; the cache holds {expected[bad]:,.0f}: keys"
+            " and values, two (B, H, T, Dh) tensors per layer."
+        )
+
+    return diagnose_numbers(
+        fn, _CACHE_CASES, _cache_numbers, variants, what="number of cached numbers",
+        explain=explain,
+        correct=f"Correct: 2·N·B·T·D, keys and values per layer: {2 * 6 * 100 * 512:,}"
+        " numbers for T = 100, N = 6, D = 512, B = 1.",
     )

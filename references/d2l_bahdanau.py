@@ -5,8 +5,10 @@ copying.
 ``Seq2SeqAttentionDecoder`` on its page only; the d2l package has its parts
 (``d2l.AttentionDecoder``, ``d2l.AdditiveAttention``, ``d2l.Seq2SeqEncoder``,
 ``d2l.init_seq2seq``). The class below is the book's code, unchanged apart from
-comments. The tests compare the library against it, and ``bench/bench_bahdanau.py``
-measures both; it is not part of the library.
+comments. ``tests/test_bahdanau.py`` compares the library against it, and
+``bench/bench_bahdanau.py`` measures both, through :class:`D2LTranslator`, which puts
+it behind the library's calling convention and decoder protocol. It is not part of the
+library.
 """
 from __future__ import annotations
 
@@ -108,6 +110,15 @@ class _Encoder(nn.Module):
 
 
 class _Decoder(Seq2SeqAttentionDecoder):
+    """The book's decoder behind the library's decoder protocol
+    (``attention_lib.decoding.Decoder``), so that greedy decoding, beam search and
+    ``translate`` run it: it takes ``need_weights`` (the book's decoder keeps its
+    weights either way), its ``attention_weights`` are the last step's (B, 1, Lk), and
+    ``reorder_state`` picks the rows of a beam."""
+
+    def forward(self, X, state, *, need_weights=False):
+        return super().forward(X, state)
+
     @property
     def attention_weights(self):
         return (
@@ -115,6 +126,15 @@ class _Decoder(Seq2SeqAttentionDecoder):
             if getattr(self, "_attention_weights", None)
             else None
         )
+
+    def reorder_state(self, state, index):
+        # (B, Lk, Ds), (layers, B, Ds), (B,) or None: rows picked by index
+        enc_outputs, hidden_state, enc_valid_lens = state
+        return [
+            enc_outputs[index],
+            hidden_state[:, index],
+            None if enc_valid_lens is None else enc_valid_lens[index],
+        ]
 
 
 def copy_d2l_into_library(d2l_encoder, d2l_decoder, encoder, decoder) -> None:

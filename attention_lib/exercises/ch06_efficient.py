@@ -22,20 +22,21 @@ import math
 import torch
 from torch import Tensor
 
-from .._checks import describe
 from ..efficient import AttentionPattern, attend, generate, merge_partials
+from ._common import mask_dtype_feedback
 from ._feedback import (
     Feedback,
     checker,
     close,
+    describe,
+    diagnose,
+    diagnose_numbers,
     read_number,
-    read_numbers,
     read_tensor,
     read_tensors,
     run_safely,
+    sizes,
 )
-from .transformer import _sizes
-from .transformer_bugs import _mask_dtype_feedback
 
 __all__ = [
     "check_scores_bytes",
@@ -50,26 +51,9 @@ __all__ = [
 _PAGE = "chapters/06_efficient/05_exercises.ipynb"
 
 
-def _same(answers, expected) -> bool:
+def _same(answer: float, expected: float) -> bool:
     """Counts compared exactly, up to the rounding of a float that holds them."""
-    return all(
-        math.isclose(float(a), float(e), rel_tol=1e-9, abs_tol=0)
-        for a, e in zip(answers, expected)
-    )
-
-
-def _match(answers, cases, variants) -> str | None:
-    """The message of the first ``(formula, message)`` whose formula gives every
-    answer on ``cases``, or None."""
-    for formula, message in variants:
-        if _same(answers, [formula(*case) for case in cases]):
-            return message
-    return None
-
-
-def _first_wrong(answers, expected) -> int:
-    return next(i for i, (a, e) in enumerate(zip(answers, expected))
-                if not _same([a], [e]))
+    return math.isclose(answer, expected, rel_tol=1e-9, abs_tol=0)
 
 
 # --- 1. the memory of the scores ------------------------------------------------------
@@ -105,19 +89,8 @@ def check_scores_bytes(fn) -> Feedback:
 
     Taught in ``chapters/06_efficient/05_exercises.ipynb``.
     """
-    answers, error = read_numbers(fn, _BYTES_CASES, "number of bytes")
-    if error is not None:
-        return error
-    expected = [_scores_bytes(*case) for case in _BYTES_CASES]
-    if _same(answers, expected):
-        return Feedback.ok(
-            f"Correct: B·H·n²·bytes. For n = 4096 in float32 that is"
-            f" {expected[0] / 2**20:.0f} MiB for one head and one sequence; a layer"
-            f" with 16 heads over a batch of 8 holds"
-            f" {_scores_bytes(4096, 8, 16, 4) / 2**30:.0f} GiB of scores."
-        )
     full = lambda n, b, h, x: b * h * n * n * x  # noqa: E731
-    named = _match(answers, _BYTES_CASES, [
+    mistakes = [
         (lambda n, b, h, x: b * h * n * x,
          "you counted n numbers per head and sequence. Every query has a score for"
          " every key: the scores are an n × n matrix, n² numbers."),
@@ -147,15 +120,26 @@ def check_scores_bytes(fn) -> Feedback:
          "that is the size in GiB (2³⁰ bytes): return bytes."),
         (lambda n, b, h, x: full(n, b, h, x) / 1e6,
          "that is the size in MB (10⁶ bytes): return bytes."),
-    ])
-    if named is not None:
-        return Feedback.wrong(f"Not yet: {named}")
-    bad = _first_wrong(answers, expected)
-    length, batch_size, num_heads, nbytes = _BYTES_CASES[bad]
-    return Feedback.wrong(
-        f"For {_sizes(n=length, B=batch_size, H=num_heads, bytes=nbytes)} you count"
-        f" {float(answers[bad]):,.0f} bytes; the scores, a ({batch_size}, {num_heads},"
-        f" {length}, {length}) tensor, take {expected[bad]:,} bytes."
+    ]
+
+    def explain(answers, expected):
+        bad = next(i for i, (a, e) in enumerate(zip(answers, expected))
+                   if not _same(a, e))
+        length, batch_size, num_heads, nbytes = _BYTES_CASES[bad]
+        return (
+            f"For {sizes(' = ', n=length, B=batch_size, H=num_heads, bytes=nbytes)}"
+            f" you count {answers[bad]:,.0f} bytes; the scores, a ({batch_size},"
+            f" {num_heads}, {length}, {length}) tensor, take {expected[bad]:,.0f}"
+            " bytes."
+        )
+
+    return diagnose_numbers(
+        fn, _BYTES_CASES, _scores_bytes, mistakes, what="number of bytes",
+        equal=_same, explain=explain,
+        correct=lambda expected: f"Correct: B·H·n²·bytes. For n = 4096 in float32 that"
+        f" is {expected[0] / 2**20:.0f} MiB for one head and one sequence; a layer with"
+        f" 16 heads over a batch of 8 holds {_scores_bytes(4096, 8, 16, 4) / 2**30:.0f}"
+        " GiB of scores.",
     )
 
 
@@ -249,29 +233,31 @@ def check_window_pairs(fn) -> Feedback:
     Taught in ``chapters/06_efficient/05_exercises.ipynb``.
     """
     for causal in (False, True):
-        cases = _PAIRS_CASES[causal]
-        answers, error = read_numbers(
-            fn, [(n, w, causal) for n, w in cases], "number of pairs")
-        if error is not None:
-            return error
-        expected = [_pairs(n, w, causal) for n, w in cases]
-        if _same(answers, expected):
-            continue
+        cases = [(n, w, causal) for n, w in _PAIRS_CASES[causal]]
         mode = "causal=True" if causal else "causal=False"
-        named = _match(answers, cases, _pairs_variants(causal))
-        if named is not None:
-            return Feedback.wrong(f"With {mode}: {named}")
-        bad = _first_wrong(answers, expected)
-        length, window = cases[bad]
-        rule = ("query i sees keys max(0, i − w + 1) to i" if causal
-                else "query i sees keys max(0, i − w // 2) to min(n − 1, i + w // 2)")
-        short = (" Here n < w: the window is cut off in every row." if length < window
-                 else "")
-        return Feedback.wrong(
-            f"For n = {length}, w = {window}, {mode} you count"
-            f" {float(answers[bad]):,.0f}; the window allows {expected[bad]:,} pairs."
-            f" Count row by row: {rule}.{short}"
+
+        def explain(answers, expected):
+            bad = next(i for i, (a, e) in enumerate(zip(answers, expected))
+                       if not _same(a, e))
+            length, window, causal = cases[bad]
+            rule = ("query i sees keys max(0, i − w + 1) to i" if causal else
+                    "query i sees keys max(0, i − w // 2) to min(n − 1, i + w // 2)")
+            short = (" Here n < w: the window is cut off in every row."
+                     if length < window else "")
+            return (
+                f"For n = {length}, w = {window}, {mode} you count"
+                f" {answers[bad]:,.0f}; the window allows {expected[bad]:,.0f} pairs."
+                f" Count row by row: {rule}.{short}"
+            )
+
+        mistakes = [(lambda n, w, c, formula=formula: formula(n, w), message)
+                    for formula, message in _pairs_variants(causal)]
+        feedback = diagnose_numbers(
+            fn, cases, _pairs, mistakes, what="number of pairs", equal=_same,
+            prefix=f"With {mode}: ", explain=explain, correct="",
         )
+        if not feedback:
+            return feedback
     return Feedback.ok(
         "Correct: causal, n·w − w(w − 1)/2 (for n ≥ w); bidirectional with"
         " h = w // 2, n·(2h + 1) − h(h + 1) (for n > h). For n ≫ w that is about n·w"
@@ -348,36 +334,35 @@ def _window_variants(length: int, window: int, causal: bool) -> list:
     return variants
 
 
-def _square_mask(got, length: int, where: str):
-    """The reader's mask as an (n, n) tensor, or the feedback on its shape."""
-    got, error = read_tensor(got, "mask")
-    if error is not None:
-        return None, error
-    while got.dim() > 2 and got.shape[0] == 1:  # (1, 1, n, n) broadcasts too
-        got = got[0]
-    if got.shape != (length, length):
-        return None, Feedback.wrong(
-            f"{where}: your mask has shape {tuple(got.shape)}, expected (n, n) ="
-            f" {(length, length)}: one row per query, one column per key."
+def _check_mask(fn, cases, reference, variants, where, correct: str) -> Feedback:
+    """:func:`diagnose` for an (n, n) bool mask: leading sizes of 1 are fine; a wrong
+    shape or a mask of numbers is named; a wrong mask, by its first wrong row."""
+    def read(got, *case):
+        got, error = read_tensor(got, "mask")
+        if error is not None:
+            return None, error
+        while got.dim() > 2 and got.shape[0] == 1:  # (1, 1, n, n) broadcasts too
+            got = got[0]
+        length = case[0]
+        if got.shape != (length, length):
+            return None, Feedback.wrong(
+                f"{where(*case)}: your mask has shape {tuple(got.shape)}, expected (n,"
+                f" n) = {(length, length)}: one row per query, one column per key."
+            )
+        if got.dtype != torch.bool:
+            return None, mask_dtype_feedback(got, reference(*case), where(*case))
+        return got, None
+
+    def explain(got, expected, *case):
+        i = next(i for i in range(len(expected))
+                 if not torch.equal(got[i], expected[i]))
+        return (
+            f"row {i} (query {i}) should be {expected[i].int().tolist()}, yours is"
+            f" {got[i].int().tolist()} (1 = may attend)."
         )
-    return got, None
 
-
-def _compare_mask(got: Tensor, expected: Tensor, variants, where: str):
-    """None if right, else the feedback naming the mistake."""
-    if got.dtype != torch.bool:
-        return _mask_dtype_feedback(got, expected, where)
-    if torch.equal(got, expected):
-        return None
-    for variant, message in variants:
-        if torch.equal(got, variant):
-            return Feedback.wrong(f"{where}: {message}")
-    rows = [i for i in range(expected.shape[0]) if not torch.equal(got[i], expected[i])]
-    i = rows[0]
-    return Feedback.wrong(
-        f"{where}: row {i} (query {i}) should be {expected[i].int().tolist()}, yours"
-        f" is {got[i].int().tolist()} (1 = may attend)."
-    )
+    return diagnose(fn, cases, reference, variants, what="mask", where=where,
+                    read=read, compare=torch.equal, explain=explain, correct=correct)
 
 
 @checker
@@ -396,23 +381,13 @@ def check_window_mask(fn) -> Feedback:
 
     Taught in ``chapters/06_efficient/05_exercises.ipynb``.
     """
-    for length, window, causal in _MASK_CASES:
-        where = f"For n = {length}, w = {window}, causal={causal}"
-        got, error = run_safely(fn, length, window, causal)
-        if error is not None:
-            return error
-        got, error = _square_mask(got, length, where)
-        if error is not None:
-            return error
-        expected = _window(length, window, causal)
-        wrong = _compare_mask(got, expected, _window_variants(length, window, causal),
-                              where)
-        if wrong is not None:
-            return wrong
-    return Feedback.ok(
+    return _check_mask(
+        fn, _MASK_CASES, _window, _window_variants,
+        lambda length, window, causal: f"For n = {length}, w = {window},"
+        f" causal={causal}",
         "Correct: (i - j).abs() <= w // 2 for the bidirectional window, and"
         " (j <= i) & (i - j < w) for the causal one, with i = arange(n)[:, None] and"
-        " j = arange(n)[None, :], as AttentionPattern(window=w, causal=...).mask(n)."
+        " j = arange(n)[None, :], as AttentionPattern(window=w, causal=...).mask(n).",
     )
 
 
@@ -797,24 +772,25 @@ def check_positions_processed(fn) -> Feedback:
     Taught in ``chapters/06_efficient/05_exercises.ipynb``.
     """
     for use_cache in (False, True):
-        cases = [(t,) for t in _POSITION_CASES]
-        answers, error = read_numbers(
-            fn, [(t, use_cache) for t in _POSITION_CASES], "number of positions")
-        if error is not None:
-            return error
-        expected = [_positions(t, use_cache) for t in _POSITION_CASES]
-        if _same(answers, expected):
-            continue
         mode = "use_cache=True" if use_cache else "use_cache=False"
-        named = _match(answers, cases, _POSITION_VARIANTS[use_cache])
-        if named is not None:
-            return Feedback.wrong(f"With {mode}: {named}")
-        bad = _first_wrong(answers, expected)
-        return Feedback.wrong(
-            f"For T = {_POSITION_CASES[bad]}, {mode} you count"
-            f" {float(answers[bad]):,.0f} positions; generate feeds the decoder"
-            f" {expected[bad]:,}."
+
+        def explain(answers, expected):
+            bad = next(i for i, (a, e) in enumerate(zip(answers, expected))
+                       if not _same(a, e))
+            return (
+                f"For T = {_POSITION_CASES[bad]}, {mode} you count {answers[bad]:,.0f}"
+                f" positions; generate feeds the decoder {expected[bad]:,.0f}."
+            )
+
+        feedback = diagnose_numbers(
+            fn, [(t, use_cache) for t in _POSITION_CASES], _positions,
+            [(lambda t, c, formula=formula: formula(t), message)
+             for formula, message in _POSITION_VARIANTS[use_cache]],
+            what="number of positions", equal=_same, prefix=f"With {mode}: ",
+            explain=explain, correct="",
         )
+        if not feedback:
+            return feedback
     return Feedback.ok(
         f"Correct: T with the cache, T(T + 1)/2 without: for T = 1000 tokens"
         f" {1000:,} positions against {1000 * 1001 // 2:,}, (T + 1)/2 ="
@@ -886,23 +862,11 @@ def check_sparse_mask(fn) -> Feedback:
 
     Taught in ``chapters/06_efficient/05_exercises.ipynb``.
     """
-    for length, window, dilation, num_global in _SPARSE_CASES:
-        where = "For " + _sizes(n=length, w=window, d=dilation, g=num_global)
-        got, error = run_safely(fn, length, window, dilation, num_global)
-        if error is not None:
-            return error
-        got, error = _square_mask(got, length, where)
-        if error is not None:
-            return error
-        expected = _sparse(length, window, dilation, num_global)
-        wrong = _compare_mask(
-            got, expected, _sparse_variants(length, window, dilation, num_global),
-            where)
-        if wrong is not None:
-            return wrong
-    return Feedback.ok(
+    return _check_mask(
+        fn, _SPARSE_CASES, _sparse, _sparse_variants,
+        lambda n, w, d, g: "For " + sizes(" = ", n=n, w=w, d=d, g=g),
         "Correct: ((i - j) % d == 0) & ((i - j).abs() <= d * (w // 2)), or'ed with"
         " (i < g) | (j < g): away from the edges each query sees the 2·(w // 2) + 1"
         " keys of its window spread over 2·d·(w // 2) + 1 positions, and the g"
-        " global tokens see and are seen by all."
+        " global tokens see and are seen by all.",
     )

@@ -21,6 +21,7 @@ from ._feedback import (
     Feedback,
     checker,
     close,
+    diagnose_numbers,
     read_numbers,
     read_text,
     read_tokens,
@@ -53,10 +54,8 @@ def check_preprocess(fn) -> Feedback:
         ("Va !", "no second space before punctuation that already has one"),
         (
             "Ça alors\u202f!",
-            (
-                "the narrow no-break space U+202F (French typography) must become a"
-                " plain space"
-            ),
+            "the narrow no-break space U+202F (French typography) must become a"
+            " plain space",
         ),
         ("Il a 3\xa0ans.", "the no-break space U+00A0 must become a plain space"),
         (
@@ -286,10 +285,8 @@ def check_bleu(fn) -> Feedback:
         ),
         (
             {"clip": False},
-            (
-                "n-gram matches are not clipped: a label n-gram can be matched at most"
-                " as often as it occurs in the label"
-            ),
+            "n-gram matches are not clipped: a label n-gram can be matched at most"
+            " as often as it occurs in the label",
         ),
         ({"weighted": False}, "the precisions p_n must be weighted by the power 1/2^n"),
     ]
@@ -369,31 +366,23 @@ _PARAMETER_CASES = [  # (src vocab V, tgt vocab V, E, Ds, layers)
 _PARAMETER_MISTAKES = [
     (
         {"biases": 1},
-        (
-            "one bias vector per gate is missing: PyTorch's GRU keeps two, b_ih and "
-            "b_hh (3 Ds numbers each per layer), although one would do"
-        ),
+        "one bias vector per gate is missing: PyTorch's GRU keeps two, b_ih and "
+        "b_hh (3 Ds numbers each per layer), although one would do",
     ),
     (
         {"context": False},
-        (
-            "the decoder's first GRU layer reads the embedding *and* the context "
-            "c, so its input size is E + Ds, not E"
-        ),
+        "the decoder's first GRU layer reads the embedding *and* the context "
+        "c, so its input size is E + Ds, not E",
     ),
     (
         {"gates": 1},
-        (
-            "a GRU layer has three sets of weights, for the reset gate r, the update "
-            "gate z and the candidate state: 3 Ds (input size + Ds) + 2 × 3 Ds"
-        ),
+        "a GRU layer has three sets of weights, for the reset gate r, the update "
+        "gate z and the candidate state: 3 Ds (input size + Ds) + 2 × 3 Ds",
     ),
     (
         {"gates": 4},
-        (
-            "that is an LSTM's count (four gates); a GRU has three: r, z and the "
-            "candidate state"
-        ),
+        "that is an LSTM's count (four gates); a GRU has three: r, z and the "
+        "candidate state",
     ),
     (
         {"output_bias": False},
@@ -401,12 +390,17 @@ _PARAMETER_MISTAKES = [
     ),
     (
         {"same_input": True},
-        (
-            "only the first GRU layer reads the embeddings; layers 2 and up "
-            "read the layer below, whose output has Ds numbers"
-        ),
+        "only the first GRU layer reads the embeddings; layers 2 and up "
+        "read the layer below, whose output has Ds numbers",
     ),
 ]
+
+
+def _model_parameters(src_vocab, tgt_vocab, embed, hiddens, layers) -> int:
+    """The parameters of the library's encoder and decoder of these sizes."""
+    encoder = Seq2SeqEncoder(src_vocab, embed, hiddens, layers)
+    decoder = Seq2SeqDecoder(tgt_vocab, embed, hiddens, layers)
+    return sum(p.numel() for p in [*encoder.parameters(), *decoder.parameters()])
 
 
 @checker
@@ -424,30 +418,21 @@ def check_num_parameters(fn) -> Feedback:
     Shapes:
         fn: five ints -> one int
     """
-    answers, error = read_numbers(fn, _PARAMETER_CASES, "number of parameters")
-    if error is not None:
-        return error
-    answers = [float(answer) for answer in answers]
-    expected = []
-    for src_vocab, tgt_vocab, embed, hiddens, layers in _PARAMETER_CASES:
-        encoder = Seq2SeqEncoder(src_vocab, embed, hiddens, layers)
-        decoder = Seq2SeqDecoder(tgt_vocab, embed, hiddens, layers)
-        expected.append(
-            sum(p.numel() for p in [*encoder.parameters(), *decoder.parameters()])
+    def explain(answers, expected):
+        bad = next(i for i, (a, e) in enumerate(zip(answers, expected)) if a != e)
+        return (
+            f"For (V_src, V_tgt, E, Ds, layers) = {_PARAMETER_CASES[bad]} you count"
+            f" {answers[bad]:,.0f}, the model has {expected[bad]:,.0f}. Count each"
+            " module: two embeddings, the encoder's and the decoder's GRU layers (three"
+            " gates, two bias vectors each), and the output layer."
         )
-    if all(a == e for a, e in zip(answers, expected)):
-        return Feedback.ok(
-            f"Correct: {expected[0]:,} for the page's model. Most of them sit in the"
-            " two embeddings and the output layer (vocabulary-sized); the GRU layers"
-            " hold 3 Ds (input size + Ds) + 6 Ds each."
-        )
-    for switch, message in _PARAMETER_MISTAKES:
-        if all(a == _seq2seq_parameters(*case, **switch)
-               for a, case in zip(answers, _PARAMETER_CASES)):
-            return Feedback.wrong(f"Not yet: {message}.")
-    bad = next(i for i, (a, e) in enumerate(zip(answers, expected)) if a != e)
-    return Feedback.wrong(
-        f"For (V_src, V_tgt, E, Ds, layers) = {_PARAMETER_CASES[bad]} you count "
-        f"{answers[bad]:,.0f}, the model has {expected[bad]:,}. Count each module: two "
-        "embeddings, the encoder's and the decoder's GRU layers (three gates, two bias "
-        "vectors each), and the output layer.")
+
+    return diagnose_numbers(
+        fn, _PARAMETER_CASES, _model_parameters,
+        [(lambda *case, switch=switch: _seq2seq_parameters(*case, **switch),
+          message + ".") for switch, message in _PARAMETER_MISTAKES],
+        what="number of parameters", explain=explain,
+        correct=lambda expected: f"Correct: {expected[0]:,.0f} for the page's model."
+        " Most of them sit in the two embeddings and the output layer"
+        " (vocabulary-sized); the GRU layers hold 3 Ds (input size + Ds) + 6 Ds each.",
+    )

@@ -8,18 +8,18 @@ Taught in ``chapters/03_bahdanau/01_attention_decoder.ipynb`` and
 """
 from __future__ import annotations
 
-import contextlib
 
 import torch
 from torch import Tensor, nn
 
 from ..gru import GRUCell, gru_update
 from ..masking import masked_softmax
-from .._checks import describe
 from ._feedback import (
     Feedback,
     checker,
     close,
+    describe,
+    diagnose,
     read_index,
     read_tensor,
     read_tensors,
@@ -270,30 +270,68 @@ def check_decoder_step(fn) -> Feedback:
 # gate
 
 
-def _gru_variant(
-    input_proj,
-    state,
-    weight_hh,
-    bias_hh,
-    reset="before",
-    swap_update=False,
-    order="rzn",
-):
-    """GRU updates with one thing changed: the typical wrong answers, so the checker can
-    name them."""
-    dh = state.shape[-1]
-    chunks = dict(zip(order, input_proj.split(dh, dim=-1)))
-    w = dict(zip(order, weight_hh.split(dh)))
-    b = dict(zip(order, bias_hh.split(dh)))
-    r = torch.sigmoid(chunks["r"] + state @ w["r"].T + b["r"])
-    z = torch.sigmoid(chunks["z"] + state @ w["z"].T + b["z"])
-    if reset == "before":
-        n = torch.tanh(chunks["n"] + (r * state) @ w["n"].T + b["n"])
-    elif reset == "after":
-        n = torch.tanh(chunks["n"] + r * (state @ w["n"].T + b["n"]))
-    else:
-        n = torch.tanh(chunks["n"] + state @ w["n"].T + b["n"])
-    return (1 - z) * state + z * n if swap_update else z * state + (1 - z) * n
+def _gru_mistake(reset_after=False, no_reset=False, swap_update=False, swap_rz=False):
+    """The library's GRU update with one thing changed, by changing the gates' rows:
+    r, z swapped; z negated (sigmoid(-a) = 1 - sigmoid(a): z and 1 − z swapped); r = 1
+    (no reset); or PyTorch's reset after the product."""
+    def update(input_proj, state, weight_hh, bias_hh):
+        blocks = [list(t.chunk(3, dim=-1 if t is input_proj else 0))
+                  for t in (input_proj, weight_hh, bias_hh)]  # r, z, s̃ rows of each
+        for rows in blocks:
+            if swap_rz:
+                rows[0], rows[1] = rows[1], rows[0]
+            if swap_update:
+                rows[1] = -rows[1]
+            if no_reset:  # a large input and no state term: r = sigmoid(1e4) = 1
+                rows[0] = torch.full_like(rows[0], 1e4 if rows is blocks[0] else 0.0)
+        input_proj, weight_hh, bias_hh = (torch.cat(rows, dim=-1 if rows is blocks[0]
+                                                    else 0) for rows in blocks)
+        return gru_update(input_proj, state, weight_hh, bias_hh, reset_after)
+    return update
+
+
+_GRU_MISTAKES = [
+    (
+        _gru_mistake(reset_after=True),
+        "You applied the reset gate after the matrix product, r ⊙ (W_ss s + b): that is"
+        " PyTorch's (and cuDNN's) variant. Cho et al.'s GRU resets the state first:"
+        " W_ss (r ⊙ s).",
+    ),
+    (
+        _gru_mistake(no_reset=True),
+        "The reset gate r is missing from the candidate state s̃.",
+    ),
+    (
+        _gru_mistake(swap_update=True),
+        "The update gate is the wrong way round: s' = z ⊙ s + (1 − z) ⊙ s̃ (z = 1 keeps"
+        " the old state).",
+    ),
+    (
+        _gru_mistake(swap_rz=True),
+        "The first Ds rows belong to the reset gate r and the next Ds to the update"
+        " gate z (order r, z, s̃, as in torch.nn.GRU).",
+    ),
+]
+
+
+def _read_state(got, *case):
+    if got is None:
+        return None, Feedback.wrong(
+            "Return the new state as a tensor of shape (B, Ds)."
+        )
+    return read_tensor(got, "new state (B, Ds)")
+
+
+def _explain_gru(got, expected, *case):
+    if got.shape != expected.shape:
+        return (
+            f"The new state must have shape (B, Ds) = {tuple(expected.shape)}, got"
+            f" {tuple(got.shape)}."
+        )
+    return (
+        f"For the first example (Ds={expected.shape[-1]}) expected"
+        f" {expected[0].tolist()}, got {got[0].tolist()}."
+    )
 
 
 @checker
@@ -311,69 +349,16 @@ def check_gru_update(fn) -> Feedback:
             returns: (B, Ds)
     """
     generator = torch.Generator().manual_seed(3)
+    cases = []
     for batch_size, dh in ((3, 4), (2, 3)):
-        input_proj = torch.randn(batch_size, 3 * dh, generator=generator)
-        state = torch.randn(batch_size, dh, generator=generator)
-        weight_hh = torch.randn(3 * dh, dh, generator=generator)
-        bias_hh = torch.randn(3 * dh, generator=generator)
-        got, error = run_safely(
-            fn, input_proj.clone(), state.clone(), weight_hh.clone(), bias_hh.clone()
-        )
-        if error is not None:
-            return error
-        if got is None:
-            return Feedback.wrong("Return the new state as a tensor of shape (B, Ds).")
-        expected = gru_update(input_proj, state, weight_hh, bias_hh, reset_after=False)
-        got, error = read_tensor(got, "new state (B, Ds)")
-        if error is not None:
-            return error
-        if got.shape != expected.shape:
-            return Feedback.wrong(
-                f"The new state must have shape (B, Ds) = {tuple(expected.shape)}, got "
-                f"{tuple(got.shape)}."
-            )
-        if close(got, expected):
-            continue
-        mistakes = [
-            (
-                {"reset": "after"},
-                (
-                    "You applied the reset gate after the matrix product, r ⊙ (W_ss s +"
-                    " b): that is PyTorch's (and cuDNN's) variant. Cho et al.'s GRU"
-                    " resets the state first: W_ss (r ⊙ s)."
-                ),
-            ),
-            (
-                {"reset": "none"},
-                "The reset gate r is missing from the candidate state s̃.",
-            ),
-            (
-                {"swap_update": True},
-                (
-                    "The update gate is the wrong way round: s' = z ⊙ s + (1 − z) ⊙ s̃"
-                    " (z = 1 keeps the old state)."
-                ),
-            ),
-            (
-                {"order": "zrn"},
-                (
-                    "The first Ds rows belong to the reset gate r and the next Ds to"
-                    " the update gate z (order r, z, s̃, as in torch.nn.GRU)."
-                ),
-            ),
-        ]
-        for switch, message in mistakes:
-            if close(
-                got, _gru_variant(input_proj, state, weight_hh, bias_hh, **switch)
-            ):
-                return Feedback.wrong(message)
-        return Feedback.wrong(
-            f"For the first example (Ds={dh}) expected {expected[0].tolist()}, "
-            f"got {got[0].tolist()}."
-        )
-    return Feedback.ok(
-        "Correct: s̃ = tanh(W_x x + W_ss (r ⊙ s) + b), the reset gate before the"
-        " product."
+        shapes = ((batch_size, 3 * dh), (batch_size, dh), (3 * dh, dh), (3 * dh,))
+        cases.append(tuple(torch.randn(*shape, generator=generator)
+                           for shape in shapes))
+    return diagnose(
+        fn, cases, _gru_mistake(), _GRU_MISTAKES, what="new state (B, Ds)",
+        read=_read_state, explain=_explain_gru,
+        correct="Correct: s̃ = tanh(W_x x + W_ss (r ⊙ s) + b), the reset gate before"
+        " the product.",
     )
 
 
@@ -393,12 +378,10 @@ def check_stock_gru(fn) -> Feedback:
     Shapes:
         the returned GRU: input size E + Dc, hidden size Ds, one layer, batch_first
     """
-    for case, (input_size, num_hiddens, context_size, seed) in enumerate(
-        ((3, 5, 2, 4), (4, 6, 3, 6))
-    ):
-        # Later cells leave the global random state as the first leaves it (a notebook's
-        # next cells see no change).
-        with torch.random.fork_rng() if case else contextlib.nullcontext():
+    for input_size, num_hiddens, context_size, seed in ((3, 5, 2, 4), (4, 6, 3, 6)):
+        # the cell's weights are drawn from a seeded fork of the global random state:
+        # the reader's own random state is left as it was
+        with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             cell = GRUCell(
                 input_size, num_hiddens, context_size=context_size, reset_after=True
@@ -570,38 +553,30 @@ def check_best_hypothesis(fn) -> Feedback:
 _UNIFORM_CHOICES = {
     "a": (
         False,
-        (
-            "The softmax normalises, it does not flatten: exp(e_t) / Σ_j exp(e_j) is "
-            "1/n only when the n scores are equal. Scores 0 and 3 would give the "
-            "weights 0.05 and 0.95, which also sum to 1."
-        ),
+        "The softmax normalises, it does not flatten: exp(e_t) / Σ_j exp(e_j) is "
+        "1/n only when the n scores are equal. Scores 0 and 3 would give the "
+        "weights 0.05 and 0.95, which also sum to 1.",
     ),
     "b": (
         False,
-        (
-            "The states h_t differ: each has read different tokens, even through "
-            "random weights. Were they equal, the weights would be exactly 1/n, not "
-            "nearly."
-        ),
+        "The states h_t differ: each has read different tokens, even through "
+        "random weights. Were they equal, the weights would be exactly 1/n, not "
+        "nearly.",
     ),
     "c": (
         True,
-        (
-            "Right: each score is w_vᵀ tanh(...), a sum of Da terms, each a small "
-            "random weight (PyTorch draws a Linear layer's weights from "
-            "U(−1/√fan_in, 1/√fan_in)) times a number in (−1, 1). So the scores of "
-            "different tokens differ by a few tenths, and exp of nearly equal numbers "
-            "is nearly equal. Training makes the scores spread out; the cell below "
-            "shows what a ten times larger w_v does."
-        ),
+        "Right: each score is w_vᵀ tanh(...), a sum of Da terms, each a small "
+        "random weight (PyTorch draws a Linear layer's weights from "
+        "U(−1/√fan_in, 1/√fan_in)) times a number in (−1, 1). So the scores of "
+        "different tokens differ by a few tenths, and exp of nearly equal numbers "
+        "is nearly equal. Training makes the scores spread out; the cell below "
+        "shows what a ten times larger w_v does.",
     ),
     "d": (
         False,
-        (
-            "s_0 is the encoder's final state, not zero. And even a zero query would "
-            "leave the keys' term W_k h_t, which differs from token to token: the "
-            "query shifts the scores inside the tanh, it does not make them equal."
-        ),
+        "s_0 is the encoder's final state, not zero. And even a zero query would "
+        "leave the keys' term W_k h_t, which differs from token to token: the "
+        "query shifts the scores inside the tanh, it does not make them equal.",
     ),
 }
 
