@@ -127,8 +127,11 @@ def check_str_list(name: str, values) -> list[str]:
 
 
 def tracing() -> bool:
-    """Whether torch.compile or torch.export is tracing the code now."""
-    return torch.compiler.is_compiling() or torch.compiler.is_exporting()
+    """Whether torch.compile or torch.export is tracing the code now (older PyTorch
+    releases lack one question or the other: then the answer is no)."""
+    compiler = getattr(torch, "compiler", None)
+    return any(getattr(compiler, name, lambda: False)()
+               for name in ("is_compiling", "is_exporting"))
 
 
 def _as_tensor_hint(value) -> str:
