@@ -294,3 +294,39 @@ def test_diagnose_numbers_judges_every_case_together():
     assert check(lambda n: 4).message == "For (3,) you give 4; expected 9."
     assert "Your function raised" in check(lambda n: [][0]).message
 
+
+
+def test_diagnose_numbers_words_a_case_hints_at_an_error_and_allows_rounding():
+    from attention_lib.exercises._feedback import close
+
+    def check(fn, **options):
+        return diagnose_numbers(fn, [(2,), (3,)], lambda n: n / 3, what="third",
+                                correct="Right.", **options)
+
+    def explain_case(answer, expected, n):
+        return f"n = {n}: {answer:g}, not {expected:.3g}."
+
+    feedback = check(lambda n: 1.0, explain_case=explain_case)
+    assert feedback.message == "n = 2: 1, not 0.667."
+    assert check(lambda n: n / 3, explain=lambda answers, expected: None)
+    assert not check(lambda n: np.float16(n / 3))  # exact by default
+    assert check(lambda n: np.float16(n / 3), equal=close)  # float16's rounding
+    feedback = check(lambda n: 1 / (n - 2), hint=lambda error, n: Feedback.wrong(
+        f"At n = {n}: {error.message}"))
+    assert feedback.message.startswith("At n = 2: Your function raised ZeroDivision")
+
+
+def test_diagnose_labels_cases_from_a_list_and_close_each_skips_none():
+    from attention_lib.exercises._feedback import all_of, close_each
+
+    feedback = diagnose(lambda x: x + 1, [(torch.zeros(2),), (torch.ones(2),)],
+                        lambda x: x, what="x", correct="", where=["first", "second"])
+    assert feedback.message.startswith("first: ")
+    pair = (torch.ones(2), torch.zeros(3))
+    assert close_each(pair, (torch.ones(2), None))
+    assert not close_each(pair, (None, torch.ones(3)))
+    made = []  # the feedbacks are made one at a time, up to the first failure
+    feedback = all_of((made.append(i) or Feedback(i < 1, str(i)) for i in range(3)),
+                      "ok")
+    assert feedback.message == "1" and made == [0, 1]
+    assert all_of([], "ok").message == "ok"

@@ -1,6 +1,7 @@
-"""The mistakes several checkers name, built from the library's primitives: heads split
-or merged by a reshape alone, and multi-head attention put together one step at a time
-so that each step can be done wrong.
+"""What several checkers share: the mistakes they name, built from the library's
+primitives (heads split or merged by a reshape alone, multi-head attention put
+together one step at a time so that each step can be done wrong), and the reading of a
+multiple-choice answer.
 
 Shapes:
     see each function
@@ -12,7 +13,7 @@ from torch import Tensor
 
 from ..attention import dot_product_attention, dot_product_scores
 from ..multihead import merge_heads, split_heads
-from ._feedback import Feedback
+from ._feedback import Feedback, read_tensor
 
 
 def split_view(x: Tensor, num_heads: int) -> Tensor:
@@ -67,6 +68,26 @@ def heads_attention(queries, keys, values, num_heads, scale=None, dim=-1,
     return merge(attention_output(q, k, v, scale, dim, mask))  # (B, Lq, D)
 
 
+def read_mask(got, expected: Tensor, where: str, wrong_shape) -> tuple:
+    """The reader's mask as a bool tensor of ``expected``'s shape (leading sizes of 1
+    dropped: they broadcast), or the feedback: ``wrong_shape(mask)`` on another shape,
+    :func:`mask_dtype_feedback` on a mask of numbers.
+
+    Shapes:
+        got: (1, ..., Lq, Lk); expected: (Lq, Lk)
+    """
+    got, error = read_tensor(got, "mask")
+    if error is not None:
+        return None, error
+    while got.dim() > 2 and got.shape[0] == 1:
+        got = got[0]
+    if got.shape != expected.shape:
+        return None, wrong_shape(got)
+    if got.dtype != torch.bool:
+        return None, mask_dtype_feedback(got, expected, where)
+    return got, None
+
+
 def mask_dtype_feedback(got: Tensor, expected: Tensor, where: str) -> Feedback:
     """A mask of numbers: name the additive form and the 0/1 form.
 
@@ -100,3 +121,21 @@ def mask_dtype_feedback(got: Tensor, expected: Tensor, where: str) -> Feedback:
     return Feedback.wrong(
         f"{where}: return a bool mask (True = may attend), got dtype {got.dtype}."
     )
+
+
+def check_choice(choice, choices: dict) -> Feedback:
+    """The feedback on a multiple-choice answer, a letter (any case, "(b)" and "b."
+    too): ``choices`` maps each letter to ``(correct, message)``.
+
+    Shapes:
+        none
+    """
+    letters = [f'"{letter}"' for letter in choices]
+    letters = ", ".join(letters[:-1]) + " or " + letters[-1]
+    if choice is None:
+        return Feedback.your_turn(f"set answer to {letters}.")
+    key = str(choice).strip().lower().strip("().")
+    if key not in choices:
+        return Feedback.wrong(
+            f"{choice!r} is not one of the choices: answer {letters}.")
+    return Feedback(*choices[key])

@@ -386,20 +386,17 @@ def close(got, expected: Tensor) -> bool:
     )
 
 
-def first_match(got, variants, where: str) -> Feedback | None:
-    """The feedback for the first ``(wrong answer, message)`` pair whose answer ``got``
-    equals (:func:`close`), or None: how a checker recognises a typical mistake.
+# --------------------------------------------------------------------------- diagnosing
+
+
+def close_each(got, expected) -> bool:
+    """:func:`close` on each item of two sequences (a pair such as ``(out, lse)``); an
+    expected None matches anything: how a mistake in one item alone is named.
 
     Shapes:
-        got: any; each wrong answer: a tensor
+        got, expected: sequences of the same length; returns: bool
     """
-    for variant, message in variants:
-        if close(got, variant):
-            return Feedback.wrong(f"{where}: {message}")
-    return None
-
-
-# --------------------------------------------------------------------------- diagnosing
+    return all(e is None or close(g, e) for g, e in zip(got, expected))
 
 
 def sizes(sep: str = "=", **named) -> str:
@@ -443,6 +440,8 @@ def with_hint(error: Feedback, hint) -> Feedback:
 
 
 def _own_copy(value):
+    if isinstance(value, list):
+        return list(value)
     return value.clone() if isinstance(value, Tensor) else value
 
 
@@ -452,25 +451,27 @@ def diagnose(answer, cases, reference, mistakes=(), *, what: str, correct: str,
     """Run ``answer`` on every case and say what is wrong: the one loop every checker
     shares.
 
-    For each case (a tuple of the answer's arguments; tensors are passed as copies):
-    run the answer (:func:`run_safely`; ``hint`` joins an exception's message, see
-    :func:`with_hint`, or words the feedback, ``hint(error, *case)``); read what it
+    For each case (a tuple of the answer's arguments; tensors and lists are passed as
+    copies): run the answer (:func:`run_safely`; ``hint`` joins an exception's message,
+    see :func:`with_hint`, or words the feedback, ``hint(error, *case)``); read what it
     returned (``read(got, *case)``, by default :func:`read_tensor`, with the
-    reference's shape when ``shape``); compare it with
-    ``reference(*case)`` (``compare``, :func:`close` by default). If it differs, apply
+    reference's shape when ``shape``; with ``shape``, a reading error starts with
+    ``where`` too); compare it with ``reference(*case)`` (``compare``, :func:`close` by
+    default). If it differs, apply
     each mistake ``(fn, message)`` to the same case: ``fn(*case)``, built from the
     library's primitives, is what that mistake returns (None where it does not apply),
     and the first that compares equal is named. ``mistakes`` may also be a function of
     the case that returns ``(wrong answer, message)`` pairs. Then
     ``explain(got, expected, *case)`` may word what matches no mistake; else a generic
-    message shows what was expected and what came back. ``where(*case)`` starts each
-    message; a ``message`` may be a function of the case.
+    message shows what was expected and what came back. ``where(*case)`` (or
+    ``where[i]`` for the i-th case) starts each message; a ``message`` may be a
+    function of the case.
 
     Shapes:
         cases: argument tuples; reference and each mistake: (*case) -> what the answer
             should return (for :func:`close`, a tensor)
     """
-    for case in cases:
+    for index, case in enumerate(cases):
         got, error = run_safely(answer, *(_own_copy(arg) for arg in case))
         if error is not None:
             return hint(error, *case) if callable(hint) else with_hint(error, hint)
@@ -479,7 +480,8 @@ def diagnose(answer, cases, reference, mistakes=(), *, what: str, correct: str,
             got, error = read(got, *case)
         else:
             got, error = read_tensor(got, what, expected.shape if shape else None)
-        prefix = f"{where(*case)}: " if where else ""
+        label = where(*case) if callable(where) else where and where[index]
+        prefix = f"{label}: " if label else ""
         if error is not None:
             return Feedback.wrong(prefix + error.message) if shape else error
         if compare(got, expected):
@@ -495,32 +497,55 @@ def diagnose(answer, cases, reference, mistakes=(), *, what: str, correct: str,
             if got.shape != expected.shape:
                 text = read_tensor(got, what, expected.shape)[1].message
             else:
-                text = (
-                    f"your {what} differ from the expected ones: the first values"
-                    f" should be {expected.flatten()[:4].tolist()}, yours are"
-                    f" {got.flatten()[:4].tolist()}."
-                )
+                text = (f"your {what} differ from the expected ones: the first values"
+                        f" should be {expected.flatten()[:4].tolist()}, yours are"
+                        f" {got.flatten()[:4].tolist()}.")
         return Feedback.wrong(prefix + (text or f"expected {expected!r}, got {got!r}."))
     return Feedback.ok(correct)
 
 
+def all_of(feedbacks, correct: str) -> Feedback:
+    """The first failed Feedback of ``feedbacks`` (an iterable, run lazily, in order),
+    else ``Feedback.ok(correct)``: checks in groups, e.g. one per mode.
+
+    Shapes:
+        none
+    """
+    return next((feedback for feedback in feedbacks if not feedback),
+                Feedback.ok(correct))
+
+
 def diagnose_numbers(answer, cases, formula, mistakes=(), *, what: str, correct: str,
-                     prefix: str = "Not yet: ", explain=None, equal=None) -> Feedback:
+                     prefix: str = "Not yet: ", explain=None, explain_case=None,
+                     equal=None, hint=None) -> Feedback:
     """:func:`diagnose` for answers that are one number per case, judged together:
     the answers must equal ``formula(*case)`` for every case; each mistake is another
-    formula ``(fn, message)``; ``explain(answers, expected)`` words what matches none.
+    formula ``(fn, message)``; ``explain(answers, expected)`` words what matches none
+    (None: not known), else ``explain_case(answer, expected, *case)`` the first case
+    that is wrong; ``hint`` as in :func:`diagnose`. ``equal(answer, value)``
+    compares two floats (exactly by default); ``equal=close`` allows the rounding of
+    the answer's dtype.
 
     Shapes:
         cases: argument tuples; formula, each mistake: (*case) -> a number
     """
-    answers, error = read_numbers(answer, cases, what)
-    if error is not None:
-        return error
-    answers = [float(a) for a in answers]
-    equal = equal or (lambda a, b: a == b)
+    tensors = []
+    for case in cases:
+        got, error = run_safely(answer, *case)
+        if error is None:
+            got, error = read_number(got, what)
+        if error is not None:
+            return hint(error, *case) if callable(hint) else with_hint(error, hint)
+        tensors.append(got)
+    answers = [float(a) for a in tensors]
+
+    def agree(i, value) -> bool:
+        if equal is close:
+            return close(tensors[i], torch.tensor(value, dtype=torch.float64))
+        return (equal or float.__eq__)(answers[i], value)
 
     def same(fn):
-        return all(equal(a, float(fn(*case))) for a, case in zip(answers, cases))
+        return all(agree(i, float(fn(*case))) for i, case in enumerate(cases))
 
     expected = [float(formula(*case)) for case in cases]
     if same(formula):
@@ -528,10 +553,13 @@ def diagnose_numbers(answer, cases, formula, mistakes=(), *, what: str, correct:
     for mistake, message in mistakes:
         if same(mistake):
             return Feedback.wrong(prefix + message)
-    if explain is not None:
-        text = explain(answers, expected)  # a message, or the Feedback itself
-        return text if isinstance(text, Feedback) else Feedback.wrong(text)
-    bad = next(i for i, (a, e) in enumerate(zip(answers, expected)) if not equal(a, e))
-    return Feedback.wrong(
-        f"For {cases[bad]} you give {answers[bad]:,.6g}; expected {expected[bad]:,.6g}."
-    )
+    # a message, or the Feedback itself
+    text = explain(answers, expected) if explain else None
+    if text is None:
+        bad = next(i for i, e in enumerate(expected) if not agree(i, e))
+        text = (
+            explain_case(answers[bad], expected[bad], *cases[bad]) if explain_case else
+            f"For {cases[bad]} you give {answers[bad]:,.6g}; expected"
+            f" {expected[bad]:,.6g}."
+        )
+    return text if isinstance(text, Feedback) else Feedback.wrong(text)

@@ -21,11 +21,10 @@ from ._feedback import (
     Feedback,
     checker,
     close,
+    diagnose,
     diagnose_numbers,
-    read_numbers,
     read_text,
     read_tokens,
-    run_safely,
 )
 
 __all__ = [
@@ -45,65 +44,44 @@ def check_preprocess(fn) -> Feedback:
     Shapes:
         fn: str -> str
     """
-    cases = [
-        ("Go.", "a space goes before '.', ',', '!' and '?' when there is none"),
-        (
-            "Hello, World!",
-            "text must be lower-cased, and punctuation separated by a space",
-        ),
-        ("Va !", "no second space before punctuation that already has one"),
-        (
-            "Ça alors\u202f!",
-            "the narrow no-break space U+202F (French typography) must become a"
-            " plain space",
-        ),
-        ("Il a 3\xa0ans.", "the no-break space U+00A0 must become a plain space"),
-        (
-            "Who? Me, TOM!",
-            "a space goes before every '.', ',', '!' and '?' when there is none",
-        ),
-    ]
-    for text, rule in cases:
-        got, error = run_safely(fn, text)
-        if error is not None:
-            return error
-        got, error = read_text(got, "preprocessed string")
-        if error is not None:
-            return error
-        expected = preprocess(text)
-        if got == expected:
-            continue
-        if got.lower() == expected and got != expected:
-            return Feedback.wrong(
-                f"{text!r}: got {got!r}, expected {expected!r}. You forgot to"
-                " lower-case."
-            )
-        if "  " in got:
-            return Feedback.wrong(
-                f"{text!r}: got {got!r}, expected {expected!r}. There is a double"
-                " space: add a space before punctuation only when the previous"
-                " character is not one."
-            )
-        if "\u202f" in got or "\xa0" in got:
-            return Feedback.wrong(
-                f"{text!r}: got {got!r}, expected {expected!r}. A non-breaking space "
-                "(U+202F or U+00A0) is still there: replace it with ' '."
-            )
-        return Feedback.wrong(
-            f"{text!r}: got {got!r}, expected {expected!r}. Rule: {rule}."
-        )
-    return Feedback.ok(
-        "Correct: lower-cased, non-breaking spaces replaced, punctuation split off."
+    rules = {
+        "Go.": "a space goes before '.', ',', '!' and '?' when there is none",
+        "Hello, World!": "text must be lower-cased, and punctuation separated by a"
+        " space",
+        "Va !": "no second space before punctuation that already has one",
+        "Ça alors\u202f!": "the narrow no-break space U+202F (French typography) must"
+        " become a plain space",
+        "Il a 3\xa0ans.": "the no-break space U+00A0 must become a plain space",
+        "Who? Me, TOM!": "a space goes before every '.', ',', '!' and '?' when there"
+        " is none",
+    }
+
+    def explain(got, expected, text):
+        if got.lower() == expected:
+            hint = "You forgot to lower-case."
+        elif "  " in got:
+            hint = ("There is a double space: add a space before punctuation only when"
+                    " the previous character is not one.")
+        elif "\u202f" in got or "\xa0" in got:
+            hint = ("A non-breaking space (U+202F or U+00A0) is still there: replace it"
+                    " with ' '.")
+        else:
+            hint = f"Rule: {rules[text]}."
+        return f"got {got!r}, expected {expected!r}. {hint}"
+
+    return diagnose(
+        fn, [(text,) for text in rules], preprocess, what="preprocessed string",
+        where=repr, compare=str.__eq__, explain=explain,
+        read=lambda got, text: read_text(got, "preprocessed string"),
+        correct="Correct: lower-cased, non-breaking spaces replaced, punctuation split"
+        " off.",
     )
 
 
 @checker
 def check_truncate_pad(fn) -> Feedback:
-    """Check ``fn(indices, num_steps, pad) -> list`` (right padding, truncation keeping
-    the start).
-
-    ``num_steps`` and ``pad`` take several values, so an answer that fixes either is
-    caught.
+    """Check ``fn(indices, num_steps, pad) -> list``: right padding, truncation keeping
+    the start, for several ``num_steps`` and ``pad``.
 
     Shapes:
         fn: (list of Lt ints, int, int) -> list of ``num_steps`` ints (a tuple, array or
@@ -118,49 +96,36 @@ def check_truncate_pad(fn) -> Feedback:
         ([8], 3, 2),
         ([3, 1, 4, 1, 5], 2, 7),
     ]
-    for indices, num_steps, pad in cases:
-        got, error = run_safely(fn, list(indices), num_steps, pad)
-        if error is not None:
-            return error
-        got, error = read_tokens(got, "list of indices", dim=1)
-        if error is not None:
-            return error
-        got = got.tolist()
-        expected = truncate_pad(indices, num_steps, pad)
-        if got == expected:
-            continue
-        if len(got) != num_steps:
-            what = "truncate it" if len(indices) > num_steps else "pad it"
-            return Feedback.wrong(
-                f"{indices}, num_steps={num_steps}: got length {len(got)}, expected"
-                f" {num_steps}. The sequence is"
-                f" {'longer' if len(indices) > num_steps else 'shorter'} than"
-                f" num_steps: {what}."
-            )
-        if len(indices) < num_steps and got[: num_steps - len(indices)] == [pad] * (
-            num_steps - len(indices)
-        ):
-            return Feedback.wrong(
-                f"{indices}: got {got}, expected {expected}. You padded on the left;"
-                " pad on the right, so position t is always the t-th word and"
-                " valid_lens counts from 0."
-            )
-        if len(indices) > num_steps and got == indices[-num_steps:]:
-            return Feedback.wrong(
-                f"{indices}: got {got}, expected {expected}. You kept the end of the"
-                " sentence; keep its beginning (indices[:num_steps])."
-            )
-        if got[: len(indices)] == indices and len(set(got[len(indices):])) == 1:
-            return Feedback.wrong(
-                f"{indices}, num_steps={num_steps}, pad={pad}: got {got}, expected"
-                f" {expected}. Pad with the `pad` argument ({pad}), not with {got[-1]}."
-            )
-        return Feedback.wrong(
-            f"{indices}, num_steps={num_steps}, pad={pad}: got {got}, expected"
-            f" {expected}."
-        )
-    return Feedback.ok("Correct: truncated from the end, padded on the right.")
 
+    def read(got, *case):
+        got, error = read_tokens(got, "list of indices", dim=1)
+        return (got if error is not None else got.tolist()), error
+
+    return diagnose(fn, cases, truncate_pad, what="list of indices", read=read,
+                    compare=list.__eq__, explain=_explain_truncate_pad,
+                    correct="Correct: truncated from the end, padded on the right.")
+
+
+def _explain_truncate_pad(got, expected, indices, num_steps, pad) -> str:
+    result = f"got {got}, expected {expected}."
+    if len(got) != num_steps:
+        longer = len(indices) > num_steps
+        return (
+            f"{indices}, num_steps={num_steps}: got length {len(got)}, expected"
+            f" {num_steps}. The sequence is {'longer' if longer else 'shorter'} than"
+            f" num_steps: {'truncate it' if longer else 'pad it'}."
+        )
+    missing = num_steps - len(indices)
+    if missing > 0 and got[:missing] == [pad] * missing:
+        return (f"{indices}: {result} You padded on the left; pad on the right, so"
+                " position t is always the t-th word and valid_lens counts from 0.")
+    if missing < 0 and got == indices[-num_steps:]:
+        return (f"{indices}: {result} You kept the end of the sentence; keep its"
+                " beginning (indices[:num_steps]).")
+    shown = f"{indices}, num_steps={num_steps}, pad={pad}: {result}"
+    if got[: len(indices)] == indices and len(set(got[len(indices):])) == 1:
+        return f"{shown} Pad with the `pad` argument ({pad}), not with {got[-1]}."
+    return shown
 
 def _teacher_forcing_input(targets: Tensor, bos: int) -> Tensor:
     # (B, Lq)
@@ -170,10 +135,7 @@ def _teacher_forcing_input(targets: Tensor, bos: int) -> Tensor:
 @checker
 def check_teacher_forcing_input(fn) -> Feedback:
     """Check ``fn(targets, bos) -> decoder input``: ``<bos>`` then the targets shifted
-    right by one.
-
-    Two batches of different shapes, with different ``<bos>`` indices, so a fixed
-    ``bos`` is caught.
+    right by one, for two batches with different ``<bos>``.
 
     Shapes:
         fn: (targets (B, Lq) long tensor, int) -> (B, Lq) tensor of indices (a list or
@@ -182,53 +144,35 @@ def check_teacher_forcing_input(fn) -> Feedback:
     # (B, Lq), 2 = <eos>, 0 = <pad>
     cases = [(torch.tensor([[7, 8, 9, 2, 0], [5, 2, 0, 0, 0]]), 1),
              (torch.tensor([[4, 6, 2, 0], [9, 9, 5, 2], [7, 2, 0, 0]]), 3)]
-    for targets, bos in cases:
-        expected = _teacher_forcing_input(targets, bos)
-        got, error = run_safely(fn, targets.clone(), bos)
-        if error is not None:
-            return error
-        got, error = read_tokens(got, "(B, Lq) decoder input", dim=2)
-        if error is not None:
-            return error
-        if got.shape != expected.shape:
-            hint = (
-                ": drop the last target position so the input keeps the targets' length"
-                if got.shape == (targets.shape[0], targets.shape[1] + 1)
-                else ""
-            )
-            return Feedback.wrong(
-                f"Expected shape (B, Lq) = {tuple(expected.shape)}, got"
-                f" {tuple(got.shape)}{hint}."
-            )
-        if torch.equal(got, expected):
-            continue
-        if torch.equal(got, targets):
-            return Feedback.wrong(
-                "The input equals the targets: the decoder would read the very word it"
-                " must predict. Shift right: start with <bos> and drop the last"
-                " position."
-            )
-        if torch.equal(got[:, :-1], targets[:, 1:]):
-            return Feedback.wrong(
-                "You shifted left (dropped the first target word); shift right instead:"
-                " <bos>, y_1, ..., y_{Lq-1}."
-            )
-        if torch.equal(got[:, 1:], targets[:, :-1]) and not bool(
-            (got[:, 0] == bos).all()
-        ):
-            return Feedback.wrong(
-                "The shift is right, but the first column must be <bos>, the `bos`"
-                f" argument ({bos}), got {got[:, 0].tolist()}."
-            )
-        if bool((got[:, -1] == bos).all()):
-            return Feedback.wrong("<bos> goes at the start of the input, not the end.")
-        return Feedback.wrong(
-            f"For targets {targets.tolist()} and bos={bos} expected"
-            f" {expected.tolist()}, got {got.tolist()}."
-        )
-    return Feedback.ok(
-        "Correct: at step t the decoder reads the true token t-1 (teacher forcing)."
+    return diagnose(
+        fn, cases, _teacher_forcing_input, [(lambda targets, bos: targets, (
+            "The input equals the targets: the decoder would read the very word it"
+            " must predict. Shift right: start with <bos> and drop the last position."
+        ))], what="decoder input", explain=_explain_teacher_forcing,
+        compare=lambda got, expected: got.shape == expected.shape
+        and torch.equal(got, expected),
+        read=lambda got, *case: read_tokens(got, "(B, Lq) decoder input", dim=2),
+        correct="Correct: at step t the decoder reads the true token t-1 (teacher"
+        " forcing).",
     )
+
+
+def _explain_teacher_forcing(got, expected, targets, bos) -> str:
+    if got.shape != expected.shape:
+        hint = (": drop the last target position so the input keeps the targets' length"
+                if got.shape == (targets.shape[0], targets.shape[1] + 1) else "")
+        return (f"Expected shape (B, Lq) = {tuple(expected.shape)}, got"
+                f" {tuple(got.shape)}{hint}.")
+    if torch.equal(got[:, :-1], targets[:, 1:]):
+        return ("You shifted left (dropped the first target word); shift right"
+                " instead: <bos>, y_1, ..., y_{Lq-1}.")
+    if torch.equal(got[:, 1:], targets[:, :-1]) and not bool((got[:, 0] == bos).all()):
+        return ("The shift is right, but the first column must be <bos>, the `bos`"
+                f" argument ({bos}), got {got[:, 0].tolist()}.")
+    if bool((got[:, -1] == bos).all()):
+        return "<bos> goes at the start of the input, not the end."
+    return (f"For targets {targets.tolist()} and bos={bos} expected"
+            f" {expected.tolist()}, got {got.tolist()}.")
 
 
 def _bleu_variant(
@@ -252,20 +196,16 @@ def _bleu_variant(
         pred_ngrams = collections.Counter(
             tuple(pred[i : i + n]) for i in range(len(pred) - n + 1)
         )
-        matches = sum(
-            (min(c, label_ngrams[g]) if clip else c * (g in label_ngrams))
-            for g, c in pred_ngrams.items()
-        )
+        matches = sum((min(c, label_ngrams[g]) if clip else c * (g in label_ngrams))
+                      for g, c in pred_ngrams.items())
         score *= (matches / (len(pred) - n + 1)) ** (0.5 ** n if weighted else 1.0)
     return score
 
 
 @checker
 def check_bleu(fn) -> Feedback:
-    """Check ``fn(pred_seq, label_seq, k) -> float`` against the book's sentence BLEU.
-
-    ``k`` runs from 1 to 4 (and beyond the prediction's length), so an answer that fixes
-    it is caught.
+    """Check ``fn(pred_seq, label_seq, k) -> float`` against the book's sentence BLEU,
+    for k from 1 to beyond the prediction's length.
 
     Shapes:
         fn: (str, str, int) -> a number (Python, NumPy or a one-element tensor)
@@ -279,48 +219,27 @@ def check_bleu(fn) -> Feedback:
         ("le chat", "le chat noir", 4),
     ]
     mistakes = [
-        (
-            {"brevity": False},
-            "the brevity penalty exp(min(0, 1 - len_label / len_pred)) is missing",
-        ),
-        (
-            {"clip": False},
-            "n-gram matches are not clipped: a label n-gram can be matched at most"
-            " as often as it occurs in the label",
-        ),
+        ({"brevity": False},
+         "the brevity penalty exp(min(0, 1 - len_label / len_pred)) is missing"),
+        ({"clip": False},
+         "n-gram matches are not clipped: a label n-gram can be matched at most"
+         " as often as it occurs in the label"),
         ({"weighted": False}, "the precisions p_n must be weighted by the power 1/2^n"),
     ]
-    answers, error = read_numbers(fn, cases, "score")
-    if error is not None:
-        return error
 
-    def matches(values):
-        return all(
-            close(a, torch.tensor(v, dtype=torch.float64))
-            for a, v in zip(answers, values)
-        )
-
-    expected = [bleu(*case) for case in cases]
-    if matches(expected):
-        return Feedback.ok(
-            "Correct: clipped n-gram precisions, weighted by 1/2^n, times the brevity"
-            " penalty."
-        )
-    for switch, message in mistakes:
-        if matches([_bleu_variant(*case, **switch) for case in cases]):
-            return Feedback.wrong(f"Not yet: {message}.")
-    for fixed in (1, 2, 3, 4):
-        if matches([bleu(pred, label, fixed) for pred, label, _ in cases]):
-            return Feedback.wrong(
-                f"Your scores are BLEU with n-grams up to {fixed} whatever k is: use"
-                " the `k` argument, n = 1, ..., min(k, len_pred)."
-            )
-    bad = next(i for i, (a, e) in enumerate(zip(answers, expected))
-               if not close(a, torch.tensor(e, dtype=torch.float64)))
-    pred, label, k = cases[bad]
-    return Feedback.wrong(
-        f"bleu({pred!r}, {label!r}, k={k}) = {float(answers[bad]):.4f}, "
-        f"expected {expected[bad]:.4f}."
+    return diagnose_numbers(
+        fn, cases, bleu, [
+            (lambda *case, switch=switch: _bleu_variant(*case, **switch),
+             f"Not yet: {m}.")
+            for switch, m in mistakes
+        ] + [(lambda pred, label, k, fixed=fixed: bleu(pred, label, fixed), (
+            f"Your scores are BLEU with n-grams up to {fixed} whatever k is: use the"
+            " `k` argument, n = 1, ..., min(k, len_pred).")) for fixed in (1, 2, 3, 4)],
+        what="score", equal=close, prefix="",
+        explain_case=lambda answer, expected, pred, label, k: f"bleu({pred!r},"
+        f" {label!r}, k={k}) = {answer:.4f}, expected {expected:.4f}.",
+        correct="Correct: clipped n-gram precisions, weighted by 1/2^n, times the"
+        " brevity penalty.",
     )
 
 
@@ -364,35 +283,23 @@ _PARAMETER_CASES = [  # (src vocab V, tgt vocab V, E, Ds, layers)
 ]
 
 _PARAMETER_MISTAKES = [
-    (
-        {"biases": 1},
-        "one bias vector per gate is missing: PyTorch's GRU keeps two, b_ih and "
-        "b_hh (3 Ds numbers each per layer), although one would do",
-    ),
-    (
-        {"context": False},
-        "the decoder's first GRU layer reads the embedding *and* the context "
-        "c, so its input size is E + Ds, not E",
-    ),
-    (
-        {"gates": 1},
-        "a GRU layer has three sets of weights, for the reset gate r, the update "
-        "gate z and the candidate state: 3 Ds (input size + Ds) + 2 × 3 Ds",
-    ),
-    (
-        {"gates": 4},
-        "that is an LSTM's count (four gates); a GRU has three: r, z and the "
-        "candidate state",
-    ),
-    (
-        {"output_bias": False},
-        "the output layer nn.Linear(Ds, V) has a bias of V numbers too",
-    ),
-    (
-        {"same_input": True},
-        "only the first GRU layer reads the embeddings; layers 2 and up "
-        "read the layer below, whose output has Ds numbers",
-    ),
+    ({"biases": 1},
+     "one bias vector per gate is missing: PyTorch's GRU keeps two, b_ih and "
+     "b_hh (3 Ds numbers each per layer), although one would do"),
+    ({"context": False},
+     "the decoder's first GRU layer reads the embedding *and* the context "
+     "c, so its input size is E + Ds, not E"),
+    ({"gates": 1},
+     "a GRU layer has three sets of weights, for the reset gate r, the update "
+     "gate z and the candidate state: 3 Ds (input size + Ds) + 2 × 3 Ds"),
+    ({"gates": 4},
+     "that is an LSTM's count (four gates); a GRU has three: r, z and the "
+     "candidate state"),
+    ({"output_bias": False},
+     "the output layer nn.Linear(Ds, V) has a bias of V numbers too"),
+    ({"same_input": True},
+     "only the first GRU layer reads the embeddings; layers 2 and up "
+     "read the layer below, whose output has Ds numbers"),
 ]
 
 
@@ -406,32 +313,27 @@ def _model_parameters(src_vocab, tgt_vocab, embed, hiddens, layers) -> int:
 @checker
 def check_num_parameters(fn) -> Feedback:
     """Check ``fn(src_vocab_size, tgt_vocab_size, embed_size, num_hiddens,
-    num_layers)``, the number of parameters of chapter 1's encoder–decoder, against the
-    real modules.
-
-    Per GRU layer with input size I: 3 Ds (I + Ds) weights and 2 × 3 Ds biases; the
-    encoder's first layer reads E numbers, the decoder's E + Ds (the embedding and the
-    context); the embeddings hold V × E each, the output layer Ds × V + V. Four sizes,
-    so a formula that fits only the page's model is caught, and each typical miscount is
-    named.
+    num_layers)``: the parameters of chapter 1's encoder–decoder, against the modules:
+    per GRU layer of input size I, 3 Ds (I + Ds) + 6 Ds; the decoder's first layer reads
+    E + Ds; V × E per embedding; Ds × V + V for the output layer. Names each typical
+    miscount.
 
     Shapes:
         fn: five ints -> one int
     """
-    def explain(answers, expected):
-        bad = next(i for i, (a, e) in enumerate(zip(answers, expected)) if a != e)
+    def explain_case(answer, expected, *case):
         return (
-            f"For (V_src, V_tgt, E, Ds, layers) = {_PARAMETER_CASES[bad]} you count"
-            f" {answers[bad]:,.0f}, the model has {expected[bad]:,.0f}. Count each"
-            " module: two embeddings, the encoder's and the decoder's GRU layers (three"
-            " gates, two bias vectors each), and the output layer."
+            f"For (V_src, V_tgt, E, Ds, layers) = {case} you count {answer:,.0f}, the"
+            f" model has {expected:,.0f}. Count each module: two embeddings, the"
+            " encoder's and the decoder's GRU layers (three gates, two bias vectors"
+            " each), and the output layer."
         )
 
     return diagnose_numbers(
         fn, _PARAMETER_CASES, _model_parameters,
         [(lambda *case, switch=switch: _seq2seq_parameters(*case, **switch),
           message + ".") for switch, message in _PARAMETER_MISTAKES],
-        what="number of parameters", explain=explain,
+        what="number of parameters", explain_case=explain_case,
         correct=lambda expected: f"Correct: {expected[0]:,.0f} for the page's model."
         " Most of them sit in the two embeddings and the output layer"
         " (vocabulary-sized); the GRU layers hold 3 Ds (input size + Ds) + 6 Ds each.",

@@ -1,10 +1,5 @@
 """Checkers for chapter 2's exercises (attention as weighted averaging).
 
-Each checker runs the reader's function on small cases, compares it with the library,
-and when the answer is wrong, recomputes the typical mistakes (softmax over the wrong
-axis, the mask applied after the softmax, a missing 1/√D scale, padding given weight,
-...) to name the one made.
-
 Taught in ``chapters/02_attention/`` (one exercise or more per section).
 """
 from __future__ import annotations
@@ -16,16 +11,16 @@ from torch import Tensor
 
 from ..attention import additive_scores, attention_pooling
 from ..masking import masked_softmax, valid_lens_to_mask
-from ._common import attention_output
+from ._common import attention_output, check_choice
 from ._feedback import (
     Feedback,
     checker,
     close,
+    close_each,
     diagnose,
-    read_numbers,
+    diagnose_numbers,
     read_tensor,
     read_tensors,
-    run_safely,
     tolerance,
 )
 
@@ -94,12 +89,8 @@ _NW_MISTAKES = [
 
 @checker
 def check_nadaraya_watson(fn) -> Feedback:
-    """Check ``fn(x_query, x_train, y_train, bandwidth) -> predictions``
-    (Gaussian-kernel regression).
-
-    The prediction at x is Σ_i softmax_i(-(x - x_i)² / (2σ²)) · y_i, with σ the
-    bandwidth. Three bandwidths and two data sets of different sizes, so an answer that
-    fixes σ or a size is caught.
+    """Check ``fn(x_query, x_train, y_train, bandwidth) -> predictions``: Σ_i
+    softmax_i(-(x - x_i)² / (2σ²)) · y_i, for three bandwidths and two data sets.
 
     Shapes:
         fn: ((n,), (m,), (m,), float) -> (n,) (a tensor, NumPy array or list)
@@ -131,129 +122,101 @@ def check_nadaraya_watson(fn) -> Feedback:
 
 @checker
 def check_masked_softmax(fn) -> Feedback:
-    """Check ``fn(attn_scores, valid_lens) -> attn_weights``, a softmax over the keys
-    that ignores padding.
-
-    Keys at positions ``>= valid_lens[b]`` get weight 0; a query with no valid key gets
-    all zeros.
+    """Check ``fn(attn_scores, valid_lens) -> attn_weights``: a softmax over the keys
+    with weight 0 at positions ``>= valid_lens[b]``, all zeros for a query with no valid
+    key, safe in float16.
 
     Shapes:
         fn: ((B, Lq, Lk) float, (B,) int) -> (B, Lq, Lk) (a tensor of any float dtype,
             NumPy array or list)
     """
     gen = torch.Generator().manual_seed(0)
-    cases = [
-        (
-            "three queries, padded keys",
-            torch.randn(2, 3, 5, generator=gen),
-            torch.tensor([2, 4]),
-        ),
-        (
-            "a sentence with no valid key",
-            torch.randn(2, 2, 4, generator=gen),
-            torch.tensor([0, 3]),
-        ),
-        (
-            "float16 scores as large as 1e4",
-            (torch.randn(2, 2, 4, generator=gen) * 1e4).half(),
-            torch.tensor([1, 4]),
-        ),
-        (
-            "three sentences, one query each",
-            torch.randn(3, 1, 6, generator=gen).double(),
-            torch.tensor([6, 1, 3]),
-        ),
-    ]
-    for name, scores, valid_lens in cases:
-        got, error = run_safely(fn, scores.clone(), valid_lens.clone())
-        if (
-            error is not None
-            and scores.dtype == torch.float16
-            and not error.todo
-        ):
-            return Feedback.wrong(
-                f"Case '{name}': {error.message}. Float16 only reaches ±65504, so a"
-                " fill value like -1e9 does not fit: use"
-                " torch.finfo(attn_scores.dtype).min."
-            )
-        if error is not None:
+    labels, cases = zip(*[
+        ("three queries, padded keys",
+         (torch.randn(2, 3, 5, generator=gen), torch.tensor([2, 4]))),
+        ("a sentence with no valid key",
+         (torch.randn(2, 2, 4, generator=gen), torch.tensor([0, 3]))),
+        ("float16 scores as large as 1e4",
+         ((torch.randn(2, 2, 4, generator=gen) * 1e4).half(), torch.tensor([1, 4]))),
+        ("three sentences, one query each",
+         (torch.randn(3, 1, 6, generator=gen).double(), torch.tensor([6, 1, 3]))),
+    ])
+    where = [f"Case '{label}'" for label in labels]
+
+    def hint(error, scores, valid_lens):
+        if scores.dtype != torch.float16 or error.todo:
             return error
-        expected = masked_softmax(scores, valid_lens)
-        got, error = read_tensor(
-            got, "attention weights (same shape as the scores)", expected.shape
-        )
-        if error is not None:
-            return error
-        if close(got, expected):
-            continue
-        allowed = valid_lens_to_mask(valid_lens, scores.shape[-1])[
-            :, None, :
-        ].expand_as(
-            scores
-        )  # (B, Lq, Lk)
-        empty_rows = ~allowed.any(-1)  # (B, Lq)
-        if torch.isnan(got).any():
-            if (
-                torch.isnan(got[empty_rows]).any()
-                and not torch.isnan(got[~empty_rows]).any()
-            ):
-                return Feedback.wrong(
-                    f"Case '{name}': NaN for a query with no valid key. Filling with"
-                    " -inf makes the softmax 0/0 there; fill with"
-                    " torch.finfo(dtype).min and set the weights of masked keys to 0"
-                    " after the softmax."
-                )
-            return Feedback.wrong(
-                f"Case '{name}': your weights contain NaN. In float16 a fill value like"
-                " -1e9 overflows to -inf: use torch.finfo(attn_scores.dtype).min."
-            )
-        if close(got, torch.softmax(scores.double(), dim=-1) * allowed):
-            return Feedback.wrong(
-                f"Case '{name}': the mask is applied after the softmax. Zeroing weights"
-                " afterwards leaves rows that no longer sum to 1; mask the *scores* (a"
-                " very negative fill) before the softmax."
-            )
-        # (B, Lk): 1 at valid keys if the softmax ran over the queries
-        column_sums = got.double().sum(dim=1)
-        row_sums = got.double().sum(dim=-1)[~empty_rows]
-        valid_columns = allowed[:, 0, :]  # (B, Lk)
-        if (
-            scores.shape[1] > 1
-            and close(
-                column_sums[valid_columns].to(got.dtype),
-                torch.ones_like(column_sums[valid_columns]),
-            )
-            and not close(row_sums.to(got.dtype), torch.ones_like(row_sums))
-        ):
-            return Feedback.wrong(
-                f"Case '{name}': wrong axis for the softmax. Your weights sum to 1 over"
-                " the queries (dim=1); each query's weights must sum to 1 over the"
-                " keys: dim=-1."
-            )
-        if empty_rows.any() and close(
-            got[empty_rows],
-            torch.full_like(got[empty_rows].double(), 1 / scores.shape[-1]),
-        ):
-            return Feedback.wrong(
-                f"Case '{name}': a query with no valid key got uniform weights 1/Lk"
-                " (that is what a -1e6 fill does); the library's convention is all"
-                " zeros there."
-            )
-        if (~allowed).any() and got[~allowed].abs().max() > tolerance(got)[0]:
-            return Feedback.wrong(
-                f"Case '{name}': padding positions are given weight"
-                f" (valid_lens={valid_lens.tolist()}). Keys at positions >= valid_len"
-                " must get weight exactly 0."
-            )
         return Feedback.wrong(
-            f"Case '{name}': your weights differ from the expected ones, e.g. row 0 of"
-            f" example 0 is {got[0, 0].double().tolist()}, expected"
-            f" {expected[0, 0].double().tolist()}."
+            f"{where[2]}: {error.message}. Float16 only reaches ±65504, so a fill value"
+            " like -1e9 does not fit: use torch.finfo(attn_scores.dtype).min."
         )
-    return Feedback.ok(
-        "Correct: padding gets zero weight, rows sum to 1 over valid keys, empty rows"
-        " are zero, and float16 is safe."
+
+    def after(scores, valid_lens):  # (B, Lq, Lk): zeroed after the softmax
+        return torch.softmax(scores.double(), dim=-1) * _allowed(scores, valid_lens)
+
+    return diagnose(
+        fn, cases, masked_softmax, [(after, (
+            "the mask is applied after the softmax. Zeroing weights afterwards leaves"
+            " rows that no longer sum to 1; mask the *scores* (a very negative fill)"
+            " before the softmax."))],
+        what="attention weights", where=where, hint=hint, explain=_explain_masked,
+        read=lambda got, scores, valid_lens: read_tensor(
+            got, "attention weights (same shape as the scores)", scores.shape),
+        correct="Correct: padding gets zero weight, rows sum to 1 over valid keys,"
+        " empty rows are zero, and float16 is safe.",
     )
+
+
+def _allowed(scores: Tensor, valid_lens: Tensor) -> Tensor:
+    """(B, Lq, Lk): True at the valid keys."""
+    return valid_lens_to_mask(valid_lens, scores.shape[-1])[:, None, :].expand_as(
+        scores)
+
+
+def _explain_masked(got, expected, scores, valid_lens) -> str:
+    allowed = _allowed(scores, valid_lens)  # (B, Lq, Lk)
+    empty_rows = ~allowed.any(-1)  # (B, Lq)
+    if torch.isnan(got).any():
+        if not torch.isnan(got[~empty_rows]).any():  # NaN in the empty rows alone
+            return (
+                "NaN for a query with no valid key. Filling with -inf makes the softmax"
+                " 0/0 there; fill with torch.finfo(dtype).min and set the weights of"
+                " masked keys to 0 after the softmax."
+            )
+        return (
+            "your weights contain NaN. In float16 a fill value like -1e9 overflows to"
+            " -inf: use torch.finfo(attn_scores.dtype).min."
+        )
+    # (B, Lk): 1 at valid keys if the softmax ran over the queries
+    column_sums = got.double().sum(dim=1)[allowed[:, 0, :]]
+    row_sums = got.double().sum(dim=-1)[~empty_rows]
+    if (scores.shape[1] > 1
+            and close(column_sums.to(got.dtype), torch.ones_like(column_sums))
+            and not close(row_sums.to(got.dtype), torch.ones_like(row_sums))):
+        return ("wrong axis for the softmax. Your weights sum to 1 over the queries"
+                " (dim=1); each query's weights must sum to 1 over the keys: dim=-1.")
+    if empty_rows.any() and close(
+        got[empty_rows], torch.full_like(got[empty_rows].double(), 1 / scores.shape[-1])
+    ):
+        return (
+            "a query with no valid key got uniform weights 1/Lk (that is what a -1e6"
+            " fill does); the library's convention is all zeros there."
+        )
+    if (~allowed).any() and got[~allowed].abs().max() > tolerance(got)[0]:
+        return (
+            f"padding positions are given weight (valid_lens={valid_lens.tolist()})."
+            " Keys at positions >= valid_len must get weight exactly 0."
+        )
+    return (
+        "your weights differ from the expected ones, e.g. row 0 of example 0 is"
+        f" {got[0, 0].double().tolist()}, expected {expected[0, 0].double().tolist()}."
+    )
+
+
+_QUERY_AXIS = (
+    "Wrong axis for the softmax: your weights sum to 1 over the queries (dim=1). They"
+    " must sum to 1 over the keys: dim=-1."
+)
 
 
 # --- 03: scoring functions ------------------------------------------------------------
@@ -281,10 +244,7 @@ _SDPA_MISTAKES = [
         f"You divided by D = {d}; divide by √D = {math.sqrt(d):.0f}."
     )),
     _scaled_mistake(math.sqrt, lambda d: "You multiplied by √D; divide by it."),
-    _scaled_mistake(lambda d: 1 / math.sqrt(d), lambda d: (
-        "Wrong axis for the softmax: your weights sum to 1 over the queries (dim=1)."
-        " They must sum to 1 over the keys: dim=-1."
-    ), dim=1),
+    _scaled_mistake(lambda d: 1 / math.sqrt(d), lambda d: _QUERY_AXIS, dim=1),
     _scaled_mistake(lambda d: 1.0, lambda d: (
         "Wrong axis for the softmax (dim=1, the queries; use dim=-1) and the 1/√D scale"
         " is missing."
@@ -302,20 +262,15 @@ _SDPA_MISTAKES = [
 def _weights_instead(got, expected, queries, keys, *rest):
     """The message for the weights (B, Lq, Lk) returned instead of the output."""
     if got.shape == queries.shape[:-1] + keys.shape[-2:-1]:
-        return (
-            f"Your result has shape {tuple(got.shape)} (B, Lq, Lk): those are the"
-            " weights. Multiply them by the values to get the output (B, Lq, Dv)."
-        )
+        return (f"Your result has shape {tuple(got.shape)} (B, Lq, Lk): those are the"
+                " weights. Multiply them by the values to get the output (B, Lq, Dv).")
     return None
 
 
 @checker
 def check_scaled_dot_product_attention(fn) -> Feedback:
-    """Check ``fn(queries, keys, values) -> output``, softmax(Q Kᵀ / √D) V without
-    masking.
-
-    Two cases with different sizes D (16 and 9), so an answer that divides by a fixed
-    number is caught.
+    """Check ``fn(queries, keys, values) -> output``: softmax(Q Kᵀ / √D) V, for D = 16
+    and 9 (a fixed scale is caught).
 
     Shapes:
         fn: ((B, Lq, D), (B, Lk, D), (B, Lk, Dv)) -> (B, Lq, Dv) (a tensor of any float
@@ -346,81 +301,54 @@ def check_scaled_dot_product_attention(fn) -> Feedback:
 @checker
 def check_dot_product_variance(fn) -> Feedback:
     """Check ``fn(size, sigma) -> Var(qᵀk)`` for q, k with ``size`` independent entries
-    of mean 0, variance σ².
-
-    The answer is D·σ⁴: each product q_i k_i has mean 0 and variance E[q_i²] E[k_i²] =
-    σ⁴, and the variances of D independent terms add. Four (D, σ) pairs, so a formula
-    that is right only for σ = 1 (D·σ², the scaled dot product's usual case) is caught.
+    of mean 0 and variance σ²: D·σ⁴, for four (D, σ), so that D·σ² is caught.
 
     Shapes:
         fn: (int, float) -> one number
     """
-    cases = [(16, 1.0), (64, 0.5), (3, 2.0), (10, 3.0)]
-    answers, error = read_numbers(fn, cases, "variance of qᵀk")
-    if error is not None:
-        return error
-
-    def matches(formula) -> bool:
-        return all(
-            close(got, torch.tensor(float(formula(size, sigma)), dtype=torch.float64))
-            for got, (size, sigma) in zip(answers, cases)
-        )
-
-    if matches(lambda size, sigma: size * sigma ** 4):
-        return Feedback.ok(
-            "Correct: each product q_i k_i has mean 0 and variance E[q_i²] E[k_i²] ="
-            " σ⁴, and the variances of D independent terms add up to D·σ⁴. Dividing by"
-            " √D brings it to σ⁴, which is 1 only for entries of variance 1."
-        )
     mistakes = [
-        (
-            lambda size, sigma: size * sigma**2,
-            "Your answer is D·σ²: right only for σ = 1. A product of two"
-            " independent entries of variance σ² has variance E[q_i²] E[k_i²] ="
-            " σ²·σ² = σ⁴, not σ².",
-        ),
-        (
-            lambda size, sigma: size**2 * sigma**4,
-            "Your answer is D²·σ⁴: the variances of independent terms add (no cross"
-            " terms), so D terms give D·σ⁴, not D² times. D² would be the variance"
-            " if all D terms were the same number.",
-        ),
-        (
-            lambda size, sigma: sigma**4,
-            "σ⁴ is the variance of one product q_i k_i; qᵀk adds D of them, and"
-            " their variances add.",
-        ),
-        (
-            lambda size, sigma: math.sqrt(size) * sigma**2,
-            "√D·σ² is the standard deviation of qᵀk; the exercise asks for the"
-            " variance, its square.",
-        ),
-        (
-            lambda size, sigma: size,
-            "D alone is the variance for σ = 1; with entries of variance σ² each"
-            " product contributes σ⁴.",
-        ),
-        (
-            lambda size, sigma: size * sigma,
-            "Your answer grows like σ; each product q_i k_i has variance σ²·σ² = σ⁴.",
-        ),
-        (
-            lambda size, sigma: 2 * size * sigma**4,
-            "Twice too large: q_i k_i has mean 0, so its variance is E[q_i² k_i²] ="
-            " E[q_i²] E[k_i²] = σ⁴.",
-        ),
+        (lambda size, sigma: size * sigma**2,
+         "Your answer is D·σ²: right only for σ = 1. A product of two"
+         " independent entries of variance σ² has variance E[q_i²] E[k_i²] ="
+         " σ²·σ² = σ⁴, not σ²."),
+        (lambda size, sigma: size**2 * sigma**4,
+         "Your answer is D²·σ⁴: the variances of independent terms add (no cross"
+         " terms), so D terms give D·σ⁴, not D² times. D² would be the variance"
+         " if all D terms were the same number."),
+        (lambda size, sigma: sigma**4,
+         "σ⁴ is the variance of one product q_i k_i; qᵀk adds D of them, and"
+         " their variances add."),
+        (lambda size, sigma: math.sqrt(size) * sigma**2,
+         "√D·σ² is the standard deviation of qᵀk; the exercise asks for the"
+         " variance, its square."),
+        (lambda size, sigma: size,
+         "D alone is the variance for σ = 1; with entries of variance σ² each"
+         " product contributes σ⁴."),
+        (lambda size, sigma: size * sigma,
+         "Your answer grows like σ; each product q_i k_i has variance σ²·σ² = σ⁴."),
+        (lambda size, sigma: 2 * size * sigma**4,
+         "Twice too large: q_i k_i has mean 0, so its variance is E[q_i² k_i²] ="
+         " E[q_i²] E[k_i²] = σ⁴."),
     ]
-    for formula, message in mistakes:
-        if matches(formula):
-            return Feedback.wrong(message)
-    shown = ", ".join(
-        f"D={size}, σ={sigma}: {got.item():.4g}"
-        for got, (size, sigma) in zip(answers, cases)
-    )
-    return Feedback.wrong(
-        f"Your variances ({shown}) do not follow one formula in D and σ that fits."
-        " Write qᵀk as a sum of D products q_i k_i; find the mean and the variance of"
-        " one product first."
+    cases = [(16, 1.0), (64, 0.5), (3, 2.0), (10, 3.0)]
+
+    def explain(answers, expected):
+        shown = ", ".join(f"D={size}, σ={sigma}: {got:.4g}"
+                          for got, (size, sigma) in zip(answers, cases))
+        return (
+            f"Your variances ({shown}) do not follow one formula in D and σ that fits."
+            " Write qᵀk as a sum of D products q_i k_i; find the mean and the variance"
+            " of one product first."
+        )
+
+    return diagnose_numbers(
+        fn, cases, lambda size, sigma: size * sigma**4, mistakes,
+        what="variance of qᵀk",
+        prefix="", explain=explain,
+        equal=close,
+        correct="Correct: each product q_i k_i has mean 0 and variance E[q_i²]"
+        " E[k_i²] = σ⁴, and the variances of D independent terms add up to D·σ⁴."
+        " Dividing by √D brings it to σ⁴, which is 1 only for entries of variance 1.",
     )
 
 
@@ -431,13 +359,11 @@ def _gaussian_kernel_attention(queries, keys, values, bandwidth) -> Tensor:
 
 
 _KERNEL_MISTAKES = [
-    (
-        _gaussian_kernel_attention,
-        "your output is the Gaussian kernel's, computed from distances. The exercise"
-        " asks for dot products qᵀk only. On unit-norm keys the two agree; here the"
-        " keys' norms differ, the -|k|²/(2σ²) term no longer cancels, and they do not:"
-        " that is why the derivation needs unit-norm keys.",
-    ),
+    (_gaussian_kernel_attention,
+     "your output is the Gaussian kernel's, computed from distances. The exercise"
+     " asks for dot products qᵀk only. On unit-norm keys the two agree; here the"
+     " keys' norms differ, the -|k|²/(2σ²) term no longer cancels, and they do not:"
+     " that is why the derivation needs unit-norm keys."),
 ] + [
     _scaled_mistake(scale_of, lambda d, bandwidth, message=message: message, dim=dim)
     for scale_of, dim, message in [
@@ -456,9 +382,7 @@ _KERNEL_MISTAKES = [
         (lambda d, s: -1 / s**2, -1,
          "Mind the sign: the kernel's minus and the -2qᵀk of the expansion cancel, so"
          " the score is +qᵀk/σ² (nearby keys, large dot products, large weights)."),
-        (lambda d, s: 1 / s**2, 1,
-         "Wrong axis for the softmax: your weights sum to 1 over the queries (dim=1)."
-         " They must sum to 1 over the keys: dim=-1."),
+        (lambda d, s: 1 / s**2, 1, _QUERY_AXIS),
     ]
 ]
 
@@ -503,10 +427,8 @@ def check_kernel_as_dot_product(fn) -> Feedback:
                 " weights. Multiply them by the values to get the output (B, Lq, Dv)."
             )
         if got.shape == expected.shape:
-            return (
-                "your output differs from softmax(QKᵀ/σ²)V, e.g. output[0, 0] is"
-                f" {got[0, 0].tolist()}, expected {expected[0, 0].tolist()}."
-            )
+            return ("your output differs from softmax(QKᵀ/σ²)V, e.g. output[0, 0] is"
+                    f" {got[0, 0].tolist()}, expected {expected[0, 0].tolist()}.")
         return None
 
     return diagnose(
@@ -528,22 +450,19 @@ def _additive(queries, keys, W_q, W_k, w_v, tanh=True) -> Tensor:
     return q @ w_v[:, None] + (k @ w_v[:, None]).transpose(1, 2)  # (B, Lq, Lk)
 
 
+_WEIGHTS_RETURNED = (
+    "You returned weights (rows sum to 1); return the scores, before the softmax."
+)
 _ADDITIVE_MISTAKES = [
-    (
-        lambda *case: _additive(*case, tanh=False),
-        "The tanh is missing: without it the score is linear, w_vᵀW_q q + w_vᵀW_k k,"
-        " and the query's part is the same for every key, so the softmax ignores the"
-        " query.",
-    ),
-    (
-        lambda *case: torch.tanh(_additive(*case, tanh=False)),
-        "The tanh goes inside: w_vᵀ tanh(W_q q + W_k k), not tanh(w_vᵀ(W_q q + W_k"
-        " k)).",
-    ),
-    (
-        lambda *case: torch.softmax(_additive(*case), dim=-1),
-        "You returned weights (rows sum to 1); return the scores, before the softmax.",
-    ),
+    (lambda *case: _additive(*case, tanh=False),
+     "The tanh is missing: without it the score is linear, w_vᵀW_q q + w_vᵀW_k k,"
+     " and the query's part is the same for every key, so the softmax ignores the"
+     " query."),
+    (lambda *case: torch.tanh(_additive(*case, tanh=False)),
+     "The tanh goes inside: w_vᵀ tanh(W_q q + W_k k), not tanh(w_vᵀ(W_q q + W_k"
+     " k))."),
+    (lambda *case: torch.softmax(_additive(*case), dim=-1),
+     _WEIGHTS_RETURNED),
 ]
 
 
@@ -556,21 +475,14 @@ def _explain_additive(got, expected, queries, keys, W_q, W_k, w_v):
             " keys.unsqueeze(1) (B, 1, Lk, Da)."
         )
     if got.shape == (batch_size, num_queries, num_kv, w_v.shape[0]):
-        return (
-            "Your result has shape (B, Lq, Lk, Da): apply w_v to the last axis"
-            " (features @ w_v) to get one score per query–key pair."
-        )
+        return ("Your result has shape (B, Lq, Lk, Da): apply w_v to the last axis"
+                " (features @ w_v) to get one score per query–key pair.")
     if got.shape != expected.shape:
         return None
     if close(got.sum(-1), torch.ones(batch_size, num_queries)) and (got >= 0).all():
-        return (
-            "You returned weights (rows sum to 1); return the scores, before the"
-            " softmax."
-        )
-    return (
-        f"Your scores differ: e.g. scores[0, 0] is {got[0, 0].tolist()}, expected"
-        f" {expected[0, 0].tolist()}."
-    )
+        return _WEIGHTS_RETURNED
+    return (f"Your scores differ: e.g. scores[0, 0] is {got[0, 0].tolist()}, expected"
+            f" {expected[0, 0].tolist()}.")
 
 
 @checker
@@ -599,31 +511,23 @@ def check_additive_scores(fn) -> Feedback:
 # --- 04: why a recurrent decoder cannot stack its queries -----------------------------
 
 _STACK_CHOICES = {
-    "a": (
-        False,
-        "Memory is not the obstacle: Q Kᵀ has Lq × Lk entries, the same numbers the"
-        " loop computes one row at a time.",
-    ),
-    "b": (
-        True,
-        "Right: s_{t'-1} is computed from c_{t'-1} (the context enters the GRU's"
-        " input), and c_{t'-1} needs the attention of the previous step. The"
-        " queries only exist one at a time, so Q cannot be stacked. When the"
-        " queries do not depend on earlier contexts (a decoder whose states are"
-        " computed without the context, or self-attention with teacher forcing)"
-        " every query is known up front and one softmax(QKᵀ)V computes all"
-        " contexts.",
-    ),
-    "c": (
-        False,
-        "The softmax works row by row, so it is happy with many queries at once;"
-        " the vectorised form in this section does exactly that.",
-    ),
-    "d": (
-        False,
-        "The keys are the encoder's states h_1 … h_Lk: they are fixed for the whole"
-        " sentence (which is why a decoder can project them once).",
-    ),
+    "a": (False,
+          "Memory is not the obstacle: Q Kᵀ has Lq × Lk entries, the same numbers the"
+          " loop computes one row at a time."),
+    "b": (True,
+          "Right: s_{t'-1} is computed from c_{t'-1} (the context enters the GRU's"
+          " input), and c_{t'-1} needs the attention of the previous step. The"
+          " queries only exist one at a time, so Q cannot be stacked. When the"
+          " queries do not depend on earlier contexts (a decoder whose states are"
+          " computed without the context, or self-attention with teacher forcing)"
+          " every query is known up front and one softmax(QKᵀ)V computes all"
+          " contexts."),
+    "c": (False,
+          "The softmax works row by row, so it is happy with many queries at once;"
+          " the vectorised form in this section does exactly that."),
+    "d": (False,
+          "The keys are the encoder's states h_1 … h_Lk: they are fixed for the whole"
+          " sentence (which is why a decoder can project them once)."),
 }
 
 
@@ -635,15 +539,7 @@ def check_why_not_stack(choice) -> Feedback:
     Shapes:
         choice: one of "a", "b", "c", "d"
     """
-    if choice is None:
-        return Feedback.your_turn('set answer to "a", "b", "c" or "d".')
-    key = str(choice).strip().lower().strip("().")
-    if key not in _STACK_CHOICES:
-        return Feedback.wrong(
-            f'{choice!r} is not one of the choices: answer "a", "b", "c" or "d".'
-        )
-    correct, message = _STACK_CHOICES[key]
-    return Feedback(correct, message)
+    return check_choice(choice, _STACK_CHOICES)
 
 
 # --- 04: the limits of a temperature --------------------------------------------------
@@ -656,104 +552,83 @@ def _even_on(hits: Tensor) -> Tensor:
 @checker
 def check_temperature_limits(fn) -> Feedback:
     """Check ``fn(attn_scores) -> (weights as τ → 0, weights as τ → ∞)`` for
-    softmax(scores / τ).
-
-    As τ → 0 all the weight goes to the largest score (shared equally when several tie);
-    as τ → ∞ every key gets 1/Lk. Three score vectors, one with a tie for the largest
-    score.
+    softmax(scores / τ): all the weight on the largest score (shared in a tie), then
+    1/Lk for every key.
 
     Shapes:
         fn: (Lk,) -> a pair of (Lk,) tensors (or arrays, or lists)
     """
-    cases = [torch.tensor([2.0, -1.0, 0.5, 1.0], dtype=torch.float64),
-             torch.tensor([-4.0, -1.0, -3.0], dtype=torch.float64),
-             torch.tensor([1.0, 3.0, -2.0, 3.0, 0.5], dtype=torch.float64)]
-    for scores in cases:
-        num_kv = scores.shape[0]
-        result, error = run_safely(fn, scores.clone())
-        if error is not None:
-            return error
-        result, error = read_tensors(
-            result, ("weights as τ → 0", "weights as τ → ∞"), [(num_kv,), (num_kv,)]
-        )
-        if error is not None:
-            return error
-        cold, hot = result
-        on_max, on_min = _even_on(scores == scores.max()), _even_on(
-            scores == scores.min()
-        )
-        uniform = torch.full((num_kv,), 1 / num_kv, dtype=torch.float64)
-        at_one = torch.softmax(scores, dim=0)
-        where = f"For the scores {scores.tolist()}"
-        if close(cold, uniform) and close(hot, on_max):
-            return Feedback.wrong(
-                f"{where} you swapped the limits. Dividing by a tiny τ stretches the"
-                " gaps between the scores without bound, so the largest wins"
-                " everything; dividing by a huge τ shrinks every score to 0, and"
-                " exp(0) is the same for every key."
-            )
-        if not close(cold, on_max):
-            tied = (scores == scores.max()).nonzero().flatten().tolist()
-            if close(cold, on_min):
-                message = (
-                    "as τ → 0 all the weight goes to the *largest* score, not the"
-                    " smallest: exp(s/τ) grows fastest for the largest s."
-                )
-            elif close(cold, at_one):
-                message = (
-                    "this is the softmax at τ = 1, not its limit as τ → 0: take τ"
-                    " smaller and smaller."
-                )
-            elif close(cold, uniform):
-                message = (
-                    "as τ → 0 the weights are not uniform: s/τ stretches the gaps"
-                    " between the scores, so the largest score takes all the weight."
-                )
-            elif len(tied) > 1 and any(
-                close(cold, _even_on(torch.arange(num_kv) == i)) for i in tied
-            ):
-                message = (
-                    f"keys {tied} tie for the largest score. As τ → 0 their scores stay"
-                    f" equal, so they keep equal weights: each gets 1/{len(tied)}, and"
-                    " argmax alone picks just one."
-                )
-            elif not close(cold.double().sum(), torch.tensor(1.0, dtype=torch.float64)):
-                message = (
-                    "your weights for τ → 0 do not sum to 1. They sum to 1 at every τ,"
-                    " so their limit does too."
-                )
-            else:
-                message = (
-                    f"expected {on_max.tolist()} as τ → 0, got"
-                    f" {cold.double().tolist()}: think about which exp(s/τ) dominates"
-                    " the sum as τ shrinks."
-                )
-            return Feedback.wrong(f"{where}, {message}")
-        if not close(hot, uniform):
-            if close(hot, at_one):
-                message = (
-                    "this is the softmax at τ = 1, not its limit as τ → ∞: take τ"
-                    " larger and larger."
-                )
-            elif close(hot, torch.zeros(num_kv, dtype=torch.float64)):
-                message = (
-                    "the weights do not vanish as τ → ∞: s/τ → 0 for every key, exp(0)"
-                    " = 1, and the softmax divides by the sum, so each key gets 1/Lk ="
-                    f" 1/{num_kv}."
-                )
-            elif close(hot, on_max):
-                message = (
-                    "a large τ flattens the weights, it does not sharpen them: s/τ"
-                    " shrinks every score towards 0."
-                )
-            else:
-                message = (
-                    f"expected {uniform.tolist()} as τ → ∞, got"
-                    f" {hot.double().tolist()}: what does s/τ tend to for every key?"
-                )
-            return Feedback.wrong(f"{where}, {message}")
-    return Feedback.ok(
-        "Correct: as τ → 0 the softmax becomes a hard lookup (all the weight on the"
-        " largest score, shared in a tie); as τ → ∞ it becomes a plain average (1/Lk"
-        " for every key). Every temperature in between, √D included, mixes the two."
+    cases = [(torch.tensor(scores, dtype=torch.float64),) for scores in (
+        [2.0, -1.0, 0.5, 1.0], [-4.0, -1.0, -3.0], [1.0, 3.0, -2.0, 3.0, 0.5])]
+
+    def read(got, scores):
+        shape = tuple(scores.shape)
+        return read_tensors(got, ("weights as τ → 0", "weights as τ → ∞"), [shape] * 2)
+
+    return diagnose(
+        fn, cases, lambda scores: (_even_on(scores == scores.max()), _uniform(scores)),
+        _temperature_mistakes, what="weights", read=read, compare=close_each,
+        explain=_explain_temperature,
+        correct="Correct: as τ → 0 the softmax becomes a hard lookup (all the weight on"
+        " the largest score, shared in a tie); as τ → ∞ it becomes a plain average"
+        " (1/Lk for every key). Every temperature in between, √D included, mixes the"
+        " two.",
     )
+
+
+def _uniform(scores: Tensor) -> Tensor:
+    return torch.full_like(scores, 1 / scores.shape[0])
+
+
+def _temperature_mistakes(scores: Tensor) -> list:
+    """((cold, hot), message), None for either limit: anything."""
+    on_max, on_min = _even_on(scores == scores.max()), _even_on(scores == scores.min())
+    uniform, at_one = _uniform(scores), torch.softmax(scores, dim=0)
+    tied = (scores == scores.max()).nonzero().flatten().tolist()
+    where = f"For the scores {scores.tolist()}"
+    cold = [
+        (on_min, "as τ → 0 all the weight goes to the *largest* score, not the"
+         " smallest: exp(s/τ) grows fastest for the largest s."),
+        (at_one, "this is the softmax at τ = 1, not its limit as τ → 0: take τ"
+         " smaller and smaller."),
+        (uniform, "as τ → 0 the weights are not uniform: s/τ stretches the gaps"
+         " between the scores, so the largest score takes all the weight."),
+    ] + [(_even_on(torch.arange(len(scores)) == i), (
+        f"keys {tied} tie for the largest score. As τ → 0 their scores stay equal, so"
+        f" they keep equal weights: each gets 1/{len(tied)}, and argmax alone picks"
+        " just one.")) for i in tied if len(tied) > 1]
+    hot = [
+        (at_one, "this is the softmax at τ = 1, not its limit as τ → ∞: take τ"
+         " larger and larger."),
+        (torch.zeros_like(scores), "the weights do not vanish as τ → ∞: s/τ → 0 for"
+         " every key, exp(0) = 1, and the softmax divides by the sum, so each key gets"
+         f" 1/Lk = 1/{len(scores)}."),
+        (on_max, "a large τ flattens the weights, it does not sharpen them: s/τ"
+         " shrinks every score towards 0."),
+    ]
+    return [((uniform, on_max), (
+        f"{where} you swapped the limits. Dividing by a tiny τ stretches the gaps"
+        " between the scores without bound, so the largest wins everything; dividing"
+        " by a huge τ shrinks every score to 0, and exp(0) is the same for every key."
+    ))] + [((v, None), f"{where}, {m}") for v, m in cold] + [
+        ((on_max, v), f"{where}, {m}") for v, m in hot]
+
+
+def _explain_temperature(got, expected, scores) -> str:
+    (cold, hot), (on_max, uniform) = got, expected
+    if close(cold, on_max):
+        message = (
+            f"expected {uniform.tolist()} as τ → ∞, got {hot.double().tolist()}: what"
+            " does s/τ tend to for every key?"
+        )
+    elif not close(cold.double().sum(), torch.tensor(1.0, dtype=torch.float64)):
+        message = (
+            "your weights for τ → 0 do not sum to 1. They sum to 1 at every τ, so"
+            " their limit does too."
+        )
+    else:
+        message = (
+            f"expected {on_max.tolist()} as τ → 0, got {cold.double().tolist()}: think"
+            " about which exp(s/τ) dominates the sum as τ shrinks."
+        )
+    return f"For the scores {scores.tolist()}, {message}"

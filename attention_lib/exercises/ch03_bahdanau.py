@@ -14,10 +14,12 @@ from torch import Tensor, nn
 
 from ..gru import GRUCell, gru_update
 from ..masking import masked_softmax
+from ._common import check_choice
 from ._feedback import (
     Feedback,
     checker,
     close,
+    close_each,
     describe,
     diagnose,
     read_index,
@@ -43,11 +45,8 @@ __all__ = [
 @checker
 def check_context(fn) -> Feedback:
     """Check ``fn(attn_scores, enc_outputs, src_valid_lens) -> (context,
-    attn_weights)``.
-
-    The weights are the softmax of the scores over the *source positions*, zero at
-    source padding; the context is the weighted sum of the encoder states. Two batches
-    of different sizes and lengths.
+    attn_weights)``: the softmax over the source positions, zero at padding, and the
+    weighted sum of the encoder states.
 
     Shapes:
         fn: (attn_scores (B, Lk), enc_outputs (B, Lk, Ds), src_valid_lens (B,)) -> ((B,
@@ -55,93 +54,76 @@ def check_context(fn) -> Feedback:
     """
     generator = torch.Generator().manual_seed(0)
     cases = [
-        (
-            torch.randn(3, 5, generator=generator) * 2,
-            torch.randn(3, 5, 4, generator=generator),
-            torch.tensor([5, 3, 1]),
-        ),
-        (
-            torch.randn(2, 6, generator=generator) * 2,
-            torch.randn(2, 6, 3, generator=generator),
-            torch.tensor([2, 6]),
-        ),
+        (torch.randn(3, 5, generator=generator) * 2,
+         torch.randn(3, 5, 4, generator=generator),
+         torch.tensor([5, 3, 1])),
+        (torch.randn(2, 6, generator=generator) * 2,
+         torch.randn(2, 6, 3, generator=generator),
+         torch.tensor([2, 6])),
     ]
-    for attn_scores, enc_outputs, src_valid_lens in cases:
-        batch_size, num_kv, num_hiddens = enc_outputs.shape
-        result, error = run_safely(
-            fn, attn_scores.clone(), enc_outputs.clone(), src_valid_lens.clone()
-        )
-        if error is not None:
-            return error
-        result, error = read_tensors(result, ("context", "attn_weights"))
-        if error is not None:
-            return error
-        context, attn_weights = result
-        expected_weights = masked_softmax(
-            attn_scores.unsqueeze(1), src_valid_lens
-        ).squeeze(
-            1
-        )  # (B, Lk)
-        # (B, Ds)
-        expected_context = (expected_weights.unsqueeze(-1) * enc_outputs).sum(dim=1)
-        if attn_weights.shape != (batch_size, num_kv):
-            return Feedback.wrong(
-                f"attn_weights must have shape (B, Lk) = {(batch_size, num_kv)}, one"
-                f" weight per source position; got {tuple(attn_weights.shape)}."
-            )
-        if not close(attn_weights, expected_weights):
-            if close(attn_weights, torch.softmax(attn_scores, dim=0)) or close(
-                attn_weights.sum(dim=0), torch.ones(num_kv, dtype=attn_weights.dtype)
-            ):
-                return Feedback.wrong(
-                    "Your weights sum to 1 down each column: the softmax ran over the"
-                    " batch (dim=0). Each sentence's weights must sum to 1 over its"
-                    " source positions (dim=-1)."
-                )
-            if close(attn_weights, torch.softmax(attn_scores, dim=-1)):
-                return Feedback.wrong(
-                    "The weights at source padding are not zero: you forgot to mask."
-                    " Positions at or after src_valid_lens must get weight 0 (fill"
-                    " their scores with a very negative number before the softmax, or"
-                    " use masked_softmax)."
-                )
-            if close(attn_weights * (expected_weights > 0), attn_weights) and not close(
-                attn_weights.sum(-1), torch.ones(batch_size, dtype=attn_weights.dtype)
-            ):
-                return Feedback.wrong(
-                    "Padding gets weight 0, but the weights no longer sum to 1: mask"
-                    " the scores *before* the softmax, not the weights after it."
-                )
-            bad = next(
-                i
-                for i in range(batch_size)
-                if not close(attn_weights[i], expected_weights[i])
-            )
-            return Feedback.wrong(
-                f"attn_weights for scores {attn_scores[bad].tolist()} and valid length"
-                f" {int(src_valid_lens[bad])} should be"
-                f" {expected_weights[bad].tolist()}, got {attn_weights[bad].tolist()}."
-            )
-        if context.shape != (batch_size, num_hiddens):
-            return Feedback.wrong(
-                f"context must have shape (B, Ds) = {(batch_size, num_hiddens)}: a"
-                f" weighted sum over the source positions; got {tuple(context.shape)}."
-            )
-        if not close(context, expected_context):
-            if close(context, enc_outputs.mean(dim=1)):
-                return Feedback.wrong(
-                    "Your context is the plain average of the encoder states: weight"
-                    " them by attn_weights."
-                )
-            return Feedback.wrong(
-                "The weights are right but the context is not Σ_t α_t h_t: multiply"
-                " each encoder state by its weight and sum over the source positions"
-                " (e.g. torch.bmm)."
-            )
-    return Feedback.ok(
-        "Correct: masked softmax over the source positions, then the weighted sum of"
-        " the h_t."
+
+    def reference(attn_scores, enc_outputs, src_valid_lens):
+        weights = masked_softmax(attn_scores.unsqueeze(1), src_valid_lens).squeeze(1)
+        return (weights.unsqueeze(-1) * enc_outputs).sum(dim=1), weights  # (B, Ds)
+
+    def mistakes(attn_scores, enc_outputs, src_valid_lens):
+        weights = reference(attn_scores, enc_outputs, src_valid_lens)[1]
+        return [
+            ((None, torch.softmax(attn_scores, dim=0)), _BATCH_AXIS),
+            ((None, torch.softmax(attn_scores, dim=-1)),
+             "The weights at source padding are not zero: you forgot to mask."
+             " Positions at or after src_valid_lens must get weight 0 (fill their"
+             " scores with a very negative number before the softmax, or use"
+             " masked_softmax)."),
+            ((enc_outputs.mean(dim=1), weights),
+             "Your context is the plain average of the encoder states: weight them by"
+             " attn_weights."),
+        ]
+
+    return diagnose(
+        fn, cases, reference, mistakes, what="pair", compare=close_each,
+        read=lambda got, *case: read_tensors(got, ("context", "attn_weights")),
+        explain=_explain_context,
+        correct="Correct: masked softmax over the source positions, then the weighted"
+        " sum of the h_t.",
     )
+
+
+_BATCH_AXIS = (
+    "Your weights sum to 1 down each column: the softmax ran over the batch (dim=0)."
+    " Each sentence's weights must sum to 1 over its source positions (dim=-1)."
+)
+
+
+def _explain_context(got, expected, attn_scores, enc_outputs, src_valid_lens) -> str:
+    (context, attn_weights), (_, expected_weights) = got, expected
+    batch_size, num_kv, num_hiddens = enc_outputs.shape
+    ones = torch.ones(batch_size, dtype=attn_weights.dtype)
+    if attn_weights.shape != (batch_size, num_kv):
+        return (f"attn_weights must have shape (B, Lk) = {(batch_size, num_kv)}, one"
+                f" weight per source position; got {tuple(attn_weights.shape)}.")
+    if not close(attn_weights, expected_weights):
+        if close(attn_weights.sum(dim=0), torch.ones(num_kv, dtype=attn_weights.dtype)):
+            return _BATCH_AXIS
+        if (close(attn_weights * (expected_weights > 0), attn_weights)
+                and not close(attn_weights.sum(-1), ones)):
+            return (
+                "Padding gets weight 0, but the weights no longer sum to 1: mask the"
+                " scores *before* the softmax, not the weights after it."
+            )
+        bad = next(i for i in range(batch_size)
+                   if not close(attn_weights[i], expected_weights[i]))
+        return (
+            f"attn_weights for scores {attn_scores[bad].tolist()} and valid length"
+            f" {int(src_valid_lens[bad])} should be {expected_weights[bad].tolist()},"
+            f" got {attn_weights[bad].tolist()}."
+        )
+    if context.shape != (batch_size, num_hiddens):
+        return (f"context must have shape (B, Ds) = {(batch_size, num_hiddens)}: a"
+                f" weighted sum over the source positions; got {tuple(context.shape)}.")
+    return ("The weights are right but the context is not Σ_t α_t h_t: multiply each"
+            " encoder state by its weight and sum over the source positions (e.g."
+            " torch.bmm).")
 
 
 # --------------------------------------------------------------------------- the order
@@ -169,12 +151,10 @@ class _Recorder:
         """new_state = gru(y, context, state): (B, E), (B, Ds), (B, Ds) -> (B, Ds)."""
         new_state = torch.tanh(torch.cat([y, context, state], dim=-1) @ self.W_gru.T)
         self.gru_calls.append(
-            (
-                y.detach().clone(),
-                context.detach().clone(),
-                state.detach().clone(),
-                new_state.detach().clone(),
-            )
+            (y.detach().clone(),
+             context.detach().clone(),
+             state.detach().clone(),
+             new_state.detach().clone())
         )
         return new_state
 
@@ -195,75 +175,80 @@ def check_decoder_step(fn) -> Feedback:
     Shapes:
         y_prev: (B, E); prev_state: (B, Ds); returns: new_state (B, Ds), context (B, Ds)
     """
+    cases = []
     for batch_size, embed_size, num_hiddens, seed in ((2, 3, 4, 1), (3, 5, 2, 7)):
         recorder = _Recorder(embed_size, num_hiddens, seed)
         generator = torch.Generator().manual_seed(seed + 1)
         y_prev = torch.randn(batch_size, embed_size, generator=generator)
         prev_state = torch.randn(batch_size, num_hiddens, generator=generator)
-        result, error = run_safely(
-            fn, recorder.attend, recorder.gru, y_prev.clone(), prev_state.clone()
+        cases.append((recorder.attend, recorder.gru, y_prev, prev_state))
+
+    def reference(attend, gru, y_prev, prev_state):  # what the reader's calls returned
+        calls = attend.__self__.gru_calls, attend.__self__.attend_calls
+        return None if not all(calls) else (calls[0][-1][3], calls[1][-1][1])
+
+    return diagnose(
+        fn, cases, reference, what="pair", read=_read_step, compare=close_each,
+        explain=lambda got, expected, *case: (
+            "Return the state that gru computed as new_state."
+            if not close(got[0], expected[0]) else
+            "Return the context that attend computed (for plotting and the next"
+            " layers)."),
+        correct="Correct: c_t' = attend(s_{t'-1}), then s_t' = g(y_{t'-1}, c_t',"
+        " s_{t'-1}).",
+    )
+
+
+def _read_step(result, attend, gru, y_prev, prev_state):
+    """The pair (new_state, context), or the feedback on the order of the calls."""
+    recorder = attend.__self__
+    if not (isinstance(result, (tuple, list)) and len(result) == 2):
+        return None, Feedback.wrong("Return a pair (new_state, context).")
+    if not recorder.attend_calls:
+        return None, Feedback.wrong(
+            "You never called attend: the context must come from attention over the"
+            " encoder states, attend(query)."
         )
-        if error is not None:
-            return error
-        if not (isinstance(result, (tuple, list)) and len(result) == 2):
-            return Feedback.wrong("Return a pair (new_state, context).")
-        if not recorder.attend_calls:
-            return Feedback.wrong(
-                "You never called attend: the context must come from attention over the"
-                " encoder states, attend(query)."
+    if not recorder.gru_calls:
+        return None, Feedback.wrong(
+            "You never called gru: the new state is gru(y_prev, context, prev_state)."
+        )
+    query, att_context = recorder.attend_calls[-1]
+    y, gru_context, state, _ = recorder.gru_calls[-1]
+    if not _same(query, prev_state):
+        if any(_same(query, call[3]) for call in recorder.gru_calls):
+            message = (
+                "You attended with the new state s_t' (computed by gru first). In"
+                " Bahdanau's decoder the query is the previous state s_{t'-1}: attend"
+                " first, then update. (Attending with s_t' is Luong et al.'s later"
+                " design, which then needs a separate output layer that reads the"
+                " context.)"
             )
-        if not recorder.gru_calls:
-            return Feedback.wrong(
-                "You never called gru: the new state is gru(y_prev, context,"
-                " prev_state)."
-            )
-        query, att_context = recorder.attend_calls[-1]
-        if not _same(query, prev_state):
-            if any(_same(query, call[3]) for call in recorder.gru_calls):
-                return Feedback.wrong(
-                    "You attended with the new state s_t' (computed by gru first). In"
-                    " Bahdanau's decoder the query is the previous state s_{t'-1}:"
-                    " attend first, then update. (Attending with s_t' is Luong et al.'s"
-                    " later design, which then needs a separate output layer that reads"
-                    " the context.)"
-                )
-            return Feedback.wrong(
+        else:
+            message = (
                 "The query passed to attend is not prev_state: the query is s_{t'-1}."
             )
-        if len(recorder.gru_calls) > 1:
-            return Feedback.wrong(
-                f"gru was called {len(recorder.gru_calls)} times: one step is one GRU"
-                " update."
-            )
-        y, gru_context, state, gru_out = recorder.gru_calls[-1]
-        if not _same(gru_context, att_context):
-            return Feedback.wrong(
-                "gru did not read the context that attend returned: pass it as the"
-                " context argument."
-            )
-        if not _same(state, prev_state):
-            return Feedback.wrong(
-                "gru must update the previous state: gru(y_prev, context, prev_state)."
-            )
-        if not _same(y, y_prev):
-            return Feedback.wrong(
-                "gru's first argument must be y_prev, the previous output word's"
-                " embedding."
-            )
-        result, error = read_tensors(result, ("new_state", "context"))
-        if error is not None:
-            return error
-        new_state, context = result
-        if not close(new_state, gru_out):
-            return Feedback.wrong("Return the state that gru computed as new_state.")
-        if not close(context, att_context):
-            return Feedback.wrong(
-                "Return the context that attend computed (for plotting and the next"
-                " layers)."
-            )
-    return Feedback.ok(
-        "Correct: c_t' = attend(s_{t'-1}), then s_t' = g(y_{t'-1}, c_t', s_{t'-1})."
-    )
+    elif len(recorder.gru_calls) > 1:
+        message = (
+            f"gru was called {len(recorder.gru_calls)} times: one step is one GRU"
+            " update."
+        )
+    elif not _same(gru_context, att_context):
+        message = (
+            "gru did not read the context that attend returned: pass it as the context"
+            " argument."
+        )
+    elif not _same(state, prev_state):
+        message = (
+            "gru must update the previous state: gru(y_prev, context, prev_state)."
+        )
+    elif not _same(y, y_prev):
+        message = (
+            "gru's first argument must be y_prev, the previous output word's embedding."
+        )
+    else:
+        return read_tensors(result, ("new_state", "context"))
+    return None, Feedback.wrong(message)
 
 
 # --------------------------------------------------------------------------- the reset
@@ -291,26 +276,18 @@ def _gru_mistake(reset_after=False, no_reset=False, swap_update=False, swap_rz=F
 
 
 _GRU_MISTAKES = [
-    (
-        _gru_mistake(reset_after=True),
-        "You applied the reset gate after the matrix product, r ⊙ (W_ss s + b): that is"
-        " PyTorch's (and cuDNN's) variant. Cho et al.'s GRU resets the state first:"
-        " W_ss (r ⊙ s).",
-    ),
-    (
-        _gru_mistake(no_reset=True),
-        "The reset gate r is missing from the candidate state s̃.",
-    ),
-    (
-        _gru_mistake(swap_update=True),
-        "The update gate is the wrong way round: s' = z ⊙ s + (1 − z) ⊙ s̃ (z = 1 keeps"
-        " the old state).",
-    ),
-    (
-        _gru_mistake(swap_rz=True),
-        "The first Ds rows belong to the reset gate r and the next Ds to the update"
-        " gate z (order r, z, s̃, as in torch.nn.GRU).",
-    ),
+    (_gru_mistake(reset_after=True),
+     "You applied the reset gate after the matrix product, r ⊙ (W_ss s + b): that is"
+     " PyTorch's (and cuDNN's) variant. Cho et al.'s GRU resets the state first:"
+     " W_ss (r ⊙ s)."),
+    (_gru_mistake(no_reset=True),
+     "The reset gate r is missing from the candidate state s̃."),
+    (_gru_mistake(swap_update=True),
+     "The update gate is the wrong way round: s' = z ⊙ s + (1 − z) ⊙ s̃ (z = 1 keeps"
+     " the old state)."),
+    (_gru_mistake(swap_rz=True),
+     "The first Ds rows belong to the reset gate r and the next Ds to the update"
+     " gate z (order r, z, s̃, as in torch.nn.GRU)."),
 ]
 
 
@@ -324,14 +301,10 @@ def _read_state(got, *case):
 
 def _explain_gru(got, expected, *case):
     if got.shape != expected.shape:
-        return (
-            f"The new state must have shape (B, Ds) = {tuple(expected.shape)}, got"
-            f" {tuple(got.shape)}."
-        )
-    return (
-        f"For the first example (Ds={expected.shape[-1]}) expected"
-        f" {expected[0].tolist()}, got {got[0].tolist()}."
-    )
+        return (f"The new state must have shape (B, Ds) = {tuple(expected.shape)}, got"
+                f" {tuple(got.shape)}.")
+    return (f"For the first example (Ds={expected.shape[-1]}) expected"
+            f" {expected[0].tolist()}, got {got[0].tolist()}.")
 
 
 @checker
@@ -378,6 +351,9 @@ def check_stock_gru(fn) -> Feedback:
     Shapes:
         the returned GRU: input size E + Dc, hidden size Ds, one layer, batch_first
     """
+    if not callable(fn):
+        return run_safely(fn)[1]
+    cases = []
     for input_size, num_hiddens, context_size, seed in ((3, 5, 2, 4), (4, 6, 3, 6)):
         # the cell's weights are drawn from a seeded fork of the global random state:
         # the reader's own random state is left as it was
@@ -386,81 +362,82 @@ def check_stock_gru(fn) -> Feedback:
             cell = GRUCell(
                 input_size, num_hiddens, context_size=context_size, reset_after=True
             )
-            gru, error = run_safely(fn, cell)
-        if error is not None:
-            return error
-        if not isinstance(gru, nn.GRU):
-            return Feedback.wrong(f"Return a torch.nn.GRU, got {describe(gru)}.")
-        if (
-            gru.input_size != input_size + context_size
-            or gru.hidden_size != num_hiddens
-            or gru.num_layers != 1
-        ):
-            return Feedback.wrong(
-                f"The GRU reads [y; c], so input_size = E + Dc = {input_size} +"
-                f" {context_size} = {input_size + context_size}, with hidden_size"
-                f" {num_hiddens} (the cell's) and one layer; got"
-                f" input_size={gru.input_size}, hidden_size={gru.hidden_size},"
-                f" num_layers={gru.num_layers}."
-            )
-        if not gru.batch_first:
-            return Feedback.wrong(
-                "Build it with batch_first=True (the check feeds (B, L, E + Dc))."
-            )
-        if not gru.bias:
-            return Feedback.wrong(
-                "The cell has biases: build the GRU with bias=True and copy them."
-            )
         generator = torch.Generator().manual_seed(seed + 1)
-        y, c, s = (
-            torch.randn(4, n, generator=generator)
-            for n in (input_size, context_size, num_hiddens)
+        cell.inputs = tuple(torch.randn(4, n, generator=generator)  # y, c, s
+                            for n in (input_size, context_size, num_hiddens))
+        cases.append((cell,))
+
+    def build(cell):  # on a fork of the random state too
+        with torch.random.fork_rng(devices=[]):
+            return fn(cell)
+
+    return diagnose(
+        build, cases, lambda cell: _run_cell(cell, *cell.inputs), what="GRU",
+        read=_run_gru, compare=lambda got, expected: close(got[0], expected),
+        explain=_explain_gru_copy,
+        correct="Correct: W_y y + W_c c = W [y; c], so a stock GRU fed the"
+        " concatenation is the same cell (in PyTorch's reset-after variant).",
+    )
+
+
+@torch.no_grad()
+def _run_cell(cell, y, c, s) -> Tensor:
+    return cell(y, s, c)
+
+
+@torch.no_grad()
+def _run_gru(gru, cell, order=(0, 1)):
+    """(the reader's GRU's new state for [y; c] (or ``order``), the GRU), or the
+    feedback on how it was built."""
+    input_size, context_size = (t.shape[-1] for t in cell.inputs[:2])
+    num_hiddens = cell.inputs[2].shape[-1]
+    if not isinstance(gru, nn.GRU):
+        return None, Feedback.wrong(f"Return a torch.nn.GRU, got {describe(gru)}.")
+    if (gru.input_size != input_size + context_size or gru.hidden_size != num_hiddens
+            or gru.num_layers != 1):
+        return None, Feedback.wrong(
+            f"The GRU reads [y; c], so input_size = E + Dc = {input_size} +"
+            f" {context_size} = {input_size + context_size}, with hidden_size"
+            f" {num_hiddens} (the cell's) and one layer; got"
+            f" input_size={gru.input_size}, hidden_size={gru.hidden_size},"
+            f" num_layers={gru.num_layers}."
         )
-        like = {"dtype": gru.weight_hh_l0.dtype, "device": gru.weight_hh_l0.device}
-        with torch.no_grad():
-            expected = cell(y, s, c)
-            got, error = run_safely(
-                gru,
-                torch.cat([y, c], dim=-1).unsqueeze(1).to(**like),
-                s.unsqueeze(0).to(**like),
-            )
-            if error is not None:
-                return Feedback.wrong(f"Running your GRU failed: {error.message}")
-            swapped, _ = run_safely(
-                gru,
-                torch.cat([c, y], dim=-1).unsqueeze(1).to(**like),
-                s.unsqueeze(0).to(**like),
-            )
-        if close(got[0][:, 0].cpu(), expected):
-            continue
-        if swapped is not None and close(swapped[0][:, 0].cpu(), expected):
-            return Feedback.wrong(
-                "Your weights expect [c; y] (as d2l concatenates), but the check feeds"
-                " [y; c]: the first E columns of weight_ih act on y."
-            )
-        weight_ih, weight_hh = (
-            gru.weight_ih_l0.detach().cpu(),
-            gru.weight_hh_l0.detach().cpu(),
+    if not gru.batch_first:
+        return None, Feedback.wrong(
+            "Build it with batch_first=True (the check feeds (B, L, E + Dc))."
         )
-        if close(weight_ih, cell.weight_ih.detach()) and not close(
-            gru.bias_ih_l0.detach().cpu(), cell.bias_ih.detach()
-        ):
-            return Feedback.wrong(
-                "The weights are copied but the biases are not: copy bias_ih and"
-                " bias_hh too."
-            )
-        if not close(weight_hh, cell.weight_hh.detach()):
-            return Feedback.wrong(
-                "weight_hh_l0 differs from the cell's weight_hh: copy it."
-            )
-        return Feedback.wrong(
-            "The GRU fed [y; c] does not reproduce cell(y, s, c): copy weight_ih,"
-            " weight_hh, bias_ih and bias_hh into weight_ih_l0, weight_hh_l0,"
-            " bias_ih_l0 and bias_hh_l0."
+    if not gru.bias:
+        return None, Feedback.wrong(
+            "The cell has biases: build the GRU with bias=True and copy them."
         )
-    return Feedback.ok(
-        "Correct: W_y y + W_c c = W [y; c], so a stock GRU fed the concatenation is the"
-        " same cell (in PyTorch's reset-after variant)."
+    like = {"dtype": gru.weight_hh_l0.dtype, "device": gru.weight_hh_l0.device}
+    y_c = torch.cat([cell.inputs[i] for i in order], dim=-1).unsqueeze(1)
+    got, error = run_safely(gru, y_c.to(**like), cell.inputs[2].unsqueeze(0).to(**like))
+    if error is not None:
+        return None, Feedback.wrong(f"Running your GRU failed: {error.message}")
+    return (got[0][:, 0].cpu(), gru), None
+
+
+def _explain_gru_copy(got, expected, cell) -> str:
+    gru = got[1]
+    swapped, error = _run_gru(gru, cell, order=(1, 0))
+    if error is None and close(swapped[0], expected):
+        return ("Your weights expect [c; y] (as d2l concatenates), but the check feeds"
+                " [y; c]: the first E columns of weight_ih act on y.")
+    weight_ih, weight_hh, bias_ih = (t.detach().cpu() for t in (
+        gru.weight_ih_l0, gru.weight_hh_l0, gru.bias_ih_l0))
+    if close(weight_ih, cell.weight_ih.detach()) and not close(
+            bias_ih, cell.bias_ih.detach()):
+        return (
+            "The weights are copied but the biases are not: copy bias_ih and bias_hh"
+            " too."
+        )
+    if not close(weight_hh, cell.weight_hh.detach()):
+        return "weight_hh_l0 differs from the cell's weight_hh: copy it."
+    return (
+        "The GRU fed [y; c] does not reproduce cell(y, s, c): copy weight_ih,"
+        " weight_hh, bias_ih and bias_hh into weight_ih_l0, weight_hh_l0, bias_ih_l0"
+        " and bias_hh_l0."
     )
 
 
@@ -474,12 +451,8 @@ def _best(log_probs: list, lengths: list, alpha: float) -> int:
 
 @checker
 def check_best_hypothesis(fn) -> Feedback:
-    """Check ``fn(log_probs, lengths, alpha) -> int``: the index of the best
-    length-normalised hypothesis.
-
-    The score is ``log_prob / length ** alpha`` (lengths count the output's tokens with
-    ``<eos>``). The same hypotheses come with three alphas, each picking another one, so
-    an answer that fixes alpha is caught.
+    """Check ``fn(log_probs, lengths, alpha) -> int``: the index of the best ``log_prob
+    / length ** alpha``, with three alphas that each pick another hypothesis.
 
     Shapes:
         log_probs: list of N floats; lengths: list of N ints; alpha: float; returns: an
@@ -497,87 +470,67 @@ def check_best_hypothesis(fn) -> Feedback:
         # -1.41, -1.65, -1.84, -2.65 -> 0
         ([-2.0, -3.3, -4.5, -7.0], [2, 4, 6, 7], 0.5),
     ]
-    for log_probs, lengths, alpha in cases:
-        got, error = run_safely(fn, list(log_probs), list(lengths), alpha)
-        if error is not None:
-            return error
-        got, error = read_index(got, "index of the best hypothesis")
-        if error is not None:
-            return error
-        expected = _best(log_probs, lengths, alpha)
-        if got == expected:
-            continue
-        shown = (
-            f"log_probs={log_probs}, lengths={lengths}, alpha={alpha}: expected"
-            f" {expected}, got {got}."
-        )
-        if not 0 <= got < len(log_probs):
-            return Feedback.wrong(
-                f"{shown} Return an index into the {len(log_probs)} hypotheses, from 0"
-                f" to {len(log_probs) - 1}."
-            )
-        if got == _best(log_probs, lengths, 0.0):
-            return Feedback.wrong(
-                f"{shown} You picked the highest raw log-probability, which favours"
-                " short outputs (every extra token costs probability): divide by"
-                " length ** alpha first."
-            )
-        if got == _best(log_probs, lengths, 1.0) and alpha != 1.0:
-            return Feedback.wrong(
-                f"{shown} You divided by the length, not by length ** alpha."
-            )
-        if got == min(
-            range(len(log_probs)), key=lambda i: log_probs[i] / lengths[i] ** alpha
-        ):
-            return Feedback.wrong(
-                f"{shown} That is the worst score: log-probabilities are negative, take"
-                " the max."
-            )
-        other = next((a for a in (0.5, 0.6, 0.7, 0.75, 0.8, 0.9) if a != alpha
-                      and got == _best(log_probs, lengths, a)), None)
-        if other is not None:
-            return Feedback.wrong(
-                f"{shown} That would be the pick for alpha={other}, not {alpha}. Scores"
-                " are log_prob / length ** alpha, with the `alpha` argument."
-            )
-        return Feedback.wrong(f"{shown} Scores are log_prob / length ** alpha.")
-    return Feedback.ok(
-        "Correct: the best log_prob / length ** alpha, so longer outputs are not"
-        " penalised for their length alone."
+    return diagnose(
+        fn, cases, _best, _hypothesis_mistakes, what="index", compare=int.__eq__,
+        read=lambda got, *case: read_index(got, "index of the best hypothesis"),
+        explain=lambda got, expected, log_probs, *case: _shown(
+            got, expected, log_probs, *case) + (
+            f" Return an index into the {len(log_probs)} hypotheses, from 0 to"
+            f" {len(log_probs) - 1}." if not 0 <= got < len(log_probs) else
+            " Scores are log_prob / length ** alpha."),
+        correct="Correct: the best log_prob / length ** alpha, so longer outputs are"
+        " not penalised for their length alone.",
     )
+
+
+def _shown(got, expected, log_probs, lengths, alpha) -> str:
+    return (f"log_probs={log_probs}, lengths={lengths}, alpha={alpha}: expected"
+            f" {expected}, got {got}.")
+
+
+def _hypothesis_mistakes(log_probs, lengths, alpha) -> list:
+    """(the index a mistake picks, message)."""
+    worst = min(range(len(log_probs)), key=lambda i: log_probs[i] / lengths[i] ** alpha)
+    named = [
+        (_best(log_probs, lengths, 0.0),
+         "You picked the highest raw log-probability, which favours short outputs"
+         " (every extra token costs probability): divide by length ** alpha first."),
+        (None if alpha == 1.0 else _best(log_probs, lengths, 1.0),
+         "You divided by the length, not by length ** alpha."),
+        (worst, "That is the worst score: log-probabilities are negative, take the"
+         " max."),
+    ] + [(_best(log_probs, lengths, other),
+          f"That would be the pick for alpha={other}, not {alpha}. Scores are"
+          " log_prob / length ** alpha, with the `alpha` argument.")
+         for other in (0.5, 0.6, 0.7, 0.75, 0.8, 0.9) if other != alpha]
+    expected = _best(log_probs, lengths, alpha)
+    return [(index, f"{_shown(index, expected, log_probs, lengths, alpha)} {message}")
+            for index, message in named]
 
 
 # --------------------------------------------------------------------------- weights at
 # initialisation
 
 _UNIFORM_CHOICES = {
-    "a": (
-        False,
-        "The softmax normalises, it does not flatten: exp(e_t) / Σ_j exp(e_j) is "
-        "1/n only when the n scores are equal. Scores 0 and 3 would give the "
-        "weights 0.05 and 0.95, which also sum to 1.",
-    ),
-    "b": (
-        False,
-        "The states h_t differ: each has read different tokens, even through "
-        "random weights. Were they equal, the weights would be exactly 1/n, not "
-        "nearly.",
-    ),
-    "c": (
-        True,
-        "Right: each score is w_vᵀ tanh(...), a sum of Da terms, each a small "
-        "random weight (PyTorch draws a Linear layer's weights from "
-        "U(−1/√fan_in, 1/√fan_in)) times a number in (−1, 1). So the scores of "
-        "different tokens differ by a few tenths, and exp of nearly equal numbers "
-        "is nearly equal. Training makes the scores spread out; the cell below "
-        "shows what a ten times larger w_v does.",
-    ),
-    "d": (
-        False,
-        "s_0 is the encoder's final state, not zero. And even a zero query would "
-        "leave the keys' term W_k h_t, which differs from token to token: the "
-        "query shifts the scores inside the tanh, it does not make them equal.",
-    ),
+    "a": (False,
+          "The softmax normalises, it does not flatten: exp(e_t) / Σ_j exp(e_j) is "
+          "1/n only when the n scores are equal. Scores 0 and 3 would give the "
+          "weights 0.05 and 0.95, which also sum to 1."),
+    "b": (False,
+          "The states h_t differ: each has read different tokens, even through "
+          "random weights. Were they equal, the weights would be exactly 1/n, not "
+          "nearly."),
+    "c": (True,
+          "Right: each score is w_vᵀ tanh(...), a sum of Da terms, each a small "
+          "random weight (PyTorch draws a Linear layer's weights from "
+          "U(−1/√fan_in, 1/√fan_in)) times a number in (−1, 1). So the scores of "
+          "different tokens differ by a few tenths, and exp of nearly equal numbers "
+          "is nearly equal. Training makes the scores spread out; the cell below "
+          "shows what a ten times larger w_v does."),
+    "d": (False,
+          "s_0 is the encoder's final state, not zero. And even a zero query would "
+          "leave the keys' term W_k h_t, which differs from token to token: the "
+          "query shifts the scores inside the tanh, it does not make them equal."),
 }
 
 
@@ -588,11 +541,4 @@ def check_why_nearly_uniform(choice) -> Feedback:
     Shapes:
         choice: one of "a", "b", "c", "d"
     """
-    if choice is None:
-        return Feedback.your_turn('set answer to "a", "b", "c" or "d".')
-    key = str(choice).strip().lower().strip("().")
-    if key not in _UNIFORM_CHOICES:
-        return Feedback.wrong(
-            f'{choice!r} is not one of the choices: answer "a", "b", "c" or "d".')
-    correct, message = _UNIFORM_CHOICES[key]
-    return Feedback(correct, message)
+    return check_choice(choice, _UNIFORM_CHOICES)

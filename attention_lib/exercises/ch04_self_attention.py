@@ -1,13 +1,6 @@
 """Checkers for chapter 4's exercises: the mistakes people make with multi-head
-attention.
-
-Each checker runs the reader's function on small cases whose sizes all differ (B, H, L,
-Dh, ...), so that every axis can be told apart by its size, compares with the library
-(:mod:`attention_lib.multihead`, :mod:`attention_lib.attention`,
-:mod:`attention_lib.masking`), and when the answer is wrong recomputes the typical
-mistakes (heads split without the transpose, softmax over the queries, the scale √D
-instead of √Dh, a key mask broadcast over the queries, an inverted padding mask, H times
-the parameters, ...) to name the one made.
+attention, on cases whose sizes (B, H, L, Dh, ...) all differ, so that every axis is
+told apart by its size.
 
 Taught in ``chapters/04_self_attention/05_exercises.ipynb``.
 """
@@ -62,14 +55,12 @@ def _permuted(got: Tensor, expected: Tensor):
 
 _SPLIT_CASES = ((2, 5, 12, 3), (3, 4, 10, 2))  # (B, L, D, H): every size differs
 _SPLIT_MISTAKES = [
-    (
-        split_view,
-        "you reshaped (B, L, D) straight to (B, H, L, Dh), with no transpose. The shape"
-        " is right but reshape (or view) fills the new axes in memory order: 'head' 0"
-        " gets the first L·Dh numbers, i.e. whole feature vectors of the first tokens"
-        " cut into pieces, instead of Dh features of every token. Tokens are mixed"
-        " across heads. Reshape to (B, L, H, Dh), then .transpose(1, 2).",
-    ),
+    (split_view,
+     "you reshaped (B, L, D) straight to (B, H, L, Dh), with no transpose. The shape"
+     " is right but reshape (or view) fills the new axes in memory order: 'head' 0"
+     " gets the first L·Dh numbers, i.e. whole feature vectors of the first tokens"
+     " cut into pieces, instead of Dh features of every token. Tokens are mixed"
+     " across heads. Reshape to (B, L, H, Dh), then .transpose(1, 2)."),
     (
         lambda x, h: x.unflatten(-1, (-1, h)).permute(0, 3, 1, 2),  # split as (Dh, H)
         "your head h holds features h, h+H, h+2H, ... (you split D as (Dh, H)). Each"
@@ -77,11 +68,9 @@ _SPLIT_MISTAKES = [
         " to (B, L, H, Dh). Otherwise merge_heads does not undo your split, and weights"
         " trained with the usual layout land in the wrong heads.",
     ),
-    (
-        lambda x, h: split_heads(x, h).flip(1),
-        "your heads are in reverse order: head 0 holds the last Dh features. Head h"
-        " holds features h·Dh to (h+1)·Dh.",
-    ),
+    (lambda x, h: split_heads(x, h).flip(1),
+     "your heads are in reverse order: head 0 holds the last Dh features. Head h"
+     " holds features h·Dh to (h+1)·Dh."),
 ]
 
 
@@ -105,10 +94,8 @@ def _explain_split(got, expected, x, num_heads):
                 " swap are 1 (L) and 2 (H)."
             )
         order = "(" + ", ".join(("B", "H", "L", "Dh")[i] for i in perm) + ")"
-        return (
-            f"your axes are in the order {order}, expected (B, H, L, Dh) ="
-            f" {tuple(expected.shape)}.{hint}"
-        )
+        return (f"your axes are in the order {order}, expected (B, H, L, Dh) ="
+                f" {tuple(expected.shape)}.{hint}")
     if close(got, expected.flatten(0, 1)):
         return (
             f"you folded the heads into the batch, (B·H, L, Dh) = {tuple(got.shape)},"
@@ -127,12 +114,9 @@ def _explain_split(got, expected, x, num_heads):
 @checker
 def check_split_heads(fn) -> Feedback:
     """Check ``fn(x, num_heads) -> heads``: the width D split into H heads of Dh = D / H
-    features, heads next to the batch axis, as :func:`~attention_lib.split_heads`.
-
-    Head h holds features h·Dh to (h+1)·Dh of every token. Two cases with different H
-    and with B, H, L and Dh all different, so that a reshape straight to (B, H, L, Dh)
-    (tokens mixed across heads), a transpose of the wrong axes, interleaved or reversed
-    heads, and a fixed H are each recognised and named.
+    features, heads next to the batch axis, as :func:`~attention_lib.split_heads`. Names
+    a reshape without the transpose, a transpose of the wrong axes, interleaved or
+    reversed heads, and a fixed H.
 
     Shapes:
         fn: (x (B, L, D), int H) -> (B, H, L, Dh) (a tensor of any float dtype, an array
@@ -156,33 +140,25 @@ def check_split_heads(fn) -> Feedback:
 # --- 2. merging the heads back --------------------------------------------------------
 
 _MERGE_MISTAKES = [
-    (
-        merge_view,
-        "you reshaped (B, H, L, Dh) straight to (B, L, D), with no transpose. Row i"
-        " then holds numbers from several tokens of one head, not token i's features"
-        " from every head. Move the heads next to the features first: .transpose(1,"
-        " 2), then reshape.",
-    ),
-    (
-        lambda heads: heads.permute(0, 2, 3, 1).flatten(2),
-        "your features are interleaved (feature j·H + h is feature j of head h): you"
-        " put Dh before H. Transpose to (B, L, H, Dh) and reshape, so that head h fills"
-        " features h·Dh to (h+1)·Dh.",
-    ),
-    (
-        lambda heads: merge_heads(heads.flip(1)),
-        "your heads are concatenated in reverse order: head 0 must fill the first Dh"
-        " features.",
-    ),
+    (merge_view,
+     "you reshaped (B, H, L, Dh) straight to (B, L, D), with no transpose. Row i"
+     " then holds numbers from several tokens of one head, not token i's features"
+     " from every head. Move the heads next to the features first: .transpose(1,"
+     " 2), then reshape."),
+    (lambda heads: heads.permute(0, 2, 3, 1).flatten(2),
+     "your features are interleaved (feature j·H + h is feature j of head h): you"
+     " put Dh before H. Transpose to (B, L, H, Dh) and reshape, so that head h fills"
+     " features h·Dh to (h+1)·Dh."),
+    (lambda heads: merge_heads(heads.flip(1)),
+     "your heads are concatenated in reverse order: head 0 must fill the first Dh"
+     " features."),
 ]
 
 
 def _explain_merge(got, expected, heads):
     if close(got, heads.transpose(1, 2)):
-        return (
-            f"you transposed to (B, L, H, Dh) = {tuple(got.shape)} but did not"
-            f" concatenate: reshape to (B, L, H·Dh) = {tuple(expected.shape)}."
-        )
+        return (f"you transposed to (B, L, H, Dh) = {tuple(got.shape)} but did not"
+                f" concatenate: reshape to (B, L, H·Dh) = {tuple(expected.shape)}.")
     for how, combined in (("summed", heads.sum(1)), ("averaged", heads.mean(1))):
         if close(got, combined):
             return (
@@ -191,22 +167,17 @@ def _explain_merge(got, expected, heads):
                 " and lets W_o mix them: each head keeps its own features."
             )
     if got.shape == expected.shape:
-        return (
-            f"your result differs from merge_heads: token 0 should be"
-            f" {expected[0, 0].tolist()}, yours is {got[0, 0].tolist()}."
-        )
+        return (f"your result differs from merge_heads: token 0 should be"
+                f" {expected[0, 0].tolist()}, yours is {got[0, 0].tolist()}.")
     return None
 
 
 @checker
 def check_merge_heads(fn) -> Feedback:
-    """Check ``fn(heads) -> x``: the heads concatenated again, (B, H, L, Dh) -> (B, L,
-    H·Dh), the inverse of :func:`~attention_lib.split_heads`, as
-    :func:`~attention_lib.merge_heads`.
-
-    Recognises a reshape without the transpose, heads concatenated in the wrong order or
-    interleaved, heads summed or averaged instead of concatenated, and a ``.view`` of a
-    transposed (non-contiguous) tensor.
+    """Check ``fn(heads) -> x``: (B, H, L, Dh) -> (B, L, H·Dh), as
+    :func:`~attention_lib.merge_heads`. Names a reshape without the transpose, heads in
+    the wrong order or interleaved, heads summed or averaged, and a ``.view`` of a
+    transposed tensor.
 
     Shapes:
         fn: (B, H, L, Dh) -> (B, L, D) with D = H·Dh
@@ -240,80 +211,59 @@ _MATMUL_HINT = (
 )
 
 
+def _by_dh(dh: int) -> str:
+    return (f"you divided by Dh = {dh}; divide by its square root, √Dh ="
+            f" {math.sqrt(dh):.3g}: the scores' standard deviation, not their variance,"
+            " grows like √Dh.")
+
+
 def _weights(q, k, scale=None, dim=-1):
     """softmax(q kᵀ · scale) over ``dim``; ``scale=None`` is 1/√Dh."""
     return torch.softmax(dot_product_scores(q, k, scale), dim=dim)
 
 
 _WEIGHT_MISTAKES = [
-    (
-        lambda q, k: _weights(k, q),
-        "you computed the weights of k qᵀ, (B, H, Lk, Lq): rows are keys. Each row must"
-        " be a query: q @ k.transpose(-2, -1) gives (B, H, Lq, Lk), and the softmax"
-        " runs over the last axis, the keys.",
-    ),
-    (
-        lambda q, k: _weights(q, k, dim=-2),
-        "softmax over the wrong axis: your weights sum to 1 over the queries (dim=-2,"
-        " or dim=2, which was the last axis of the (B, Lq, Lk) scores without heads)."
-        " Each query's weights must sum to 1 over the keys: dim=-1.",
-    ),
-    (
-        lambda q, k: _weights(q, k, dim=1),
-        "softmax over the heads axis (dim=1): your weights sum to 1 across the heads."
-        " Each head attends on its own; the softmax runs over the keys: dim=-1.",
-    ),
-    (
-        lambda q, k: _weights(q, k, dim=0),
-        "softmax over the batch (dim=0): use dim=-1, the keys.",
-    ),
-    (
-        lambda q, k: dot_product_scores(q, k),
-        "those are the scaled scores: there is no softmax. Apply torch.softmax(...,"
-        " dim=-1) so that each query's weights are positive and sum to 1 over the"
-        " keys.",
-    ),
-    (
-        lambda q, k: dot_product_scores(q, k, 1.0),
-        "those are the raw scores q kᵀ: divide by √Dh and apply a softmax over the keys"
-        " (dim=-1).",
-    ),
-    (
-        lambda q, k: _weights(q, k, 1.0),
-        lambda q, k: f"the scale is missing: divide the scores by √Dh = √{q.shape[-1]}"
-        " before the softmax.",
-    ),
-    (
-        lambda q, k: _weights(q, k, 1 / math.sqrt(q.shape[1] * q.shape[-1])),
-        lambda q, k: f"you divided by √D = √{q.shape[1] * q.shape[-1]}, the model's"
-        f" width; each head's dot product adds only Dh = {q.shape[-1]} terms: divide"
-        " by √Dh.",
-    ),
-    (
-        lambda q, k: _weights(q, k, 1 / q.shape[-1]),
-        lambda q, k: f"you divided by Dh = {q.shape[-1]}; divide by its square root,"
-        f" √Dh = {math.sqrt(q.shape[-1]):.3g}: the scores' standard deviation, not"
-        " their variance, grows like √Dh.",
-    ),
-    (
-        lambda q, k: _weights(q, k).transpose(-2, -1),
-        "your weights are transposed, (B, H, Lk, Lq): column j holds query j's weights."
-        " Rows are queries: return (B, H, Lq, Lk), each row summing to 1 over the"
-        " keys.",
-    ),
+    (lambda q, k: _weights(k, q),
+     "you computed the weights of k qᵀ, (B, H, Lk, Lq): rows are keys. Each row must"
+     " be a query: q @ k.transpose(-2, -1) gives (B, H, Lq, Lk), and the softmax"
+     " runs over the last axis, the keys."),
+    (lambda q, k: _weights(q, k, dim=-2),
+     "softmax over the wrong axis: your weights sum to 1 over the queries (dim=-2,"
+     " or dim=2, which was the last axis of the (B, Lq, Lk) scores without heads)."
+     " Each query's weights must sum to 1 over the keys: dim=-1."),
+    (lambda q, k: _weights(q, k, dim=1),
+     "softmax over the heads axis (dim=1): your weights sum to 1 across the heads."
+     " Each head attends on its own; the softmax runs over the keys: dim=-1."),
+    (lambda q, k: _weights(q, k, dim=0),
+     "softmax over the batch (dim=0): use dim=-1, the keys."),
+    (lambda q, k: dot_product_scores(q, k),
+     "those are the scaled scores: there is no softmax. Apply torch.softmax(...,"
+     " dim=-1) so that each query's weights are positive and sum to 1 over the"
+     " keys."),
+    (lambda q, k: dot_product_scores(q, k, 1.0),
+     "those are the raw scores q kᵀ: divide by √Dh and apply a softmax over the keys"
+     " (dim=-1)."),
+    (lambda q, k: _weights(q, k, 1.0),
+     lambda q, k: f"the scale is missing: divide the scores by √Dh = √{q.shape[-1]}"
+     " before the softmax."),
+    (lambda q, k: _weights(q, k, 1 / math.sqrt(q.shape[1] * q.shape[-1])),
+     lambda q, k: f"you divided by √D = √{q.shape[1] * q.shape[-1]}, the model's"
+     f" width; each head's dot product adds only Dh = {q.shape[-1]} terms: divide"
+     " by √Dh."),
+    (lambda q, k: _weights(q, k, 1 / q.shape[-1]),
+     lambda q, k: _by_dh(q.shape[-1])),
+    (lambda q, k: _weights(q, k).transpose(-2, -1),
+     "your weights are transposed, (B, H, Lk, Lq): column j holds query j's weights."
+     " Rows are queries: return (B, H, Lq, Lk), each row summing to 1 over the"
+     " keys."),
 ]
 
 
 @checker
 def check_attention_weights(fn) -> Feedback:
-    """Check ``fn(q, k) -> attn_weights``: every head's weights softmax(q kᵀ / √Dh) over
-    the keys.
-
-    Two cases: a cross-attention one (Lq ≠ Lk, so swapped queries and keys change the
-    shape) and a self-attention one (Lq = Lk, where they do not). Recognises the softmax
-    over the queries (``dim=-2``, or ``dim=2`` copied from three-dimensional code), over
-    the heads or the batch, no softmax, the weights of k qᵀ, and a wrong scale (none,
-    √D, Dh instead of √Dh).
+    """Check ``fn(q, k) -> attn_weights``: every head's softmax(q kᵀ / √Dh) over the
+    keys, on a cross- and a self-attention case. Names the softmax over the queries, the
+    heads or the batch, no softmax, k qᵀ, and a wrong scale.
 
     Shapes:
         fn: (q (B, H, Lq, Dh), k (B, H, Lk, Dh)) -> (B, H, Lq, Lk)
@@ -372,11 +322,7 @@ _SCALE_MISTAKES = [
         f"the scale is missing: divide each head's scores by √Dh = √{dh} before the"
         " softmax, or they grow with Dh and the softmax saturates."
     )),
-    _scaled(lambda d, h, dh: 1 / dh, lambda d, h, dh: (
-        f"you divided by Dh = {dh}; divide by its square root, √Dh ="
-        f" {math.sqrt(dh):.3g}: the scores' standard deviation, not their variance,"
-        " grows like √Dh."
-    )),
+    _scaled(lambda d, h, dh: 1 / dh, lambda d, h, dh: _by_dh(dh)),
     _scaled(lambda d, h, dh: 1 / d, lambda d, h, dh: (
         f"you divided by D = {d}; divide by √Dh = {math.sqrt(dh):.3g}, the square root"
         " of one head's size."
@@ -397,48 +343,34 @@ _SCALE_MISTAKES = [
             ))
     for other in (64, 4, 9)
 ] + [
-    (
-        lambda q, k, v, h: heads_attention(q, k, v, 1),
-        "that is single-head attention of width D: you did not split into heads. Split"
-        " the projected queries, keys and values into H heads of Dh features, attend in"
-        " each, then merge.",
-    ),
-    (
-        lambda q, k, v, h: heads_attention(q, k, v, h, dim=-2),
-        "softmax over the wrong axis: over the queries (dim=-2). Use dim=-1, the keys.",
-    ),
-    (
-        lambda q, k, v, h: heads_attention(q, k, v, h, merge=merge_view),
-        "the heads are right but you merged them without the transpose: (B, H, Lq, Dh)"
-        " -> transpose(1, 2) -> reshape (B, Lq, D).",
-    ),
-    (
-        lambda q, k, v, h: heads_attention(q, k, v, h, split=split_view,
-                                           merge=merge_view),
-        "you split and merged with reshape alone, without the transposes. The shapes"
-        " work out, but each 'head' attends among pieces of several tokens: reshape to"
-        " (B, L, H, Dh), then transpose(1, 2).",
-    ),
-    (
-        lambda q, k, v, h: heads_attention(q, k, v, h, split=split_view),
-        "you split the heads with reshape (or view) alone, without the transpose:"
-        " (B, L, D) -> (B, H, L, Dh) directly. The shapes work out, but each 'head'"
-        " attends among pieces of several tokens: reshape to (B, L, H, Dh), then"
-        " transpose(1, 2).",
-    ),
+    (lambda q, k, v, h: heads_attention(q, k, v, 1),
+     "that is single-head attention of width D: you did not split into heads. Split"
+     " the projected queries, keys and values into H heads of Dh features, attend in"
+     " each, then merge."),
+    (lambda q, k, v, h: heads_attention(q, k, v, h, dim=-2),
+     "softmax over the wrong axis: over the queries (dim=-2). Use dim=-1, the keys."),
+    (lambda q, k, v, h: heads_attention(q, k, v, h, merge=merge_view),
+     "the heads are right but you merged them without the transpose: (B, H, Lq, Dh)"
+     " -> transpose(1, 2) -> reshape (B, Lq, D)."),
+    (lambda q, k, v, h: heads_attention(q, k, v, h, split=split_view,
+                                        merge=merge_view),
+     "you split and merged with reshape alone, without the transposes. The shapes"
+     " work out, but each 'head' attends among pieces of several tokens: reshape to"
+     " (B, L, H, Dh), then transpose(1, 2)."),
+    (lambda q, k, v, h: heads_attention(q, k, v, h, split=split_view),
+     "you split the heads with reshape (or view) alone, without the transpose:"
+     " (B, L, D) -> (B, H, L, Dh) directly. The shapes work out, but each 'head'"
+     " attends among pieces of several tokens: reshape to (B, L, H, Dh), then"
+     " transpose(1, 2)."),
 ]
 
 
 @checker
 def check_head_scale(fn) -> Feedback:
-    """Check ``fn(queries, keys, values, num_heads) -> output``: multi-head attention
-    on queries, keys and values that are already projected: split into H heads,
-    softmax(q kᵀ / √Dh) v in every head, merge.
-
-    Two cases in which √Dh, √D, Dh and D are all different numbers (D = 12, H = 3; D =
-    18, H = 2), so that the scale of the model width √D, no scale, Dh instead of √Dh, a
-    fixed scale, one head of full width, and a split or merge without its transpose
-    (a split by ``view``) are each recognised.
+    """Check ``fn(queries, keys, values, num_heads) -> output``: multi-head attention on
+    projected inputs (split, softmax(q kᵀ / √Dh) v, merge), with √Dh, √D, Dh and D all
+    different. Names √D, no scale, Dh, a fixed scale, one full-width head, and a split
+    or merge without its transpose.
 
     Shapes:
         fn: (queries (B, Lq, D), keys (B, Lk, D), values (B, Lk, D), int H) -> (B, Lq,
@@ -500,17 +432,13 @@ def _masked_with(allowed_of):
 
 _BROADCAST_MISTAKES = [
     # No mask first: on the rows they keep, the wrong broadcasts equal it.
-    (
-        _masked_with(lambda m: torch.ones_like(m)[:, None, None, :]),
-        "the padded keys get weight: the mask is not applied. Fill the scores where the"
-        " mask is False with -inf (or torch.finfo(dtype).min) before the softmax.",
-    ),
-    (
-        _masked_with(lambda m: ~m[:, None, None, :]),
-        "your mask is inverted: True means 'may attend' (the convention of"
-        " F.scaled_dot_product_attention and the library), so fill the scores where the"
-        " mask is *False*: masked_fill(~mask, ...).",
-    ),
+    (_masked_with(lambda m: torch.ones_like(m)[:, None, None, :]),
+     "the padded keys get weight: the mask is not applied. Fill the scores where the"
+     " mask is False with -inf (or torch.finfo(dtype).min) before the softmax."),
+    (_masked_with(lambda m: ~m[:, None, None, :]),
+     "your mask is inverted: True means 'may attend' (the convention of"
+     " F.scaled_dot_product_attention and the library), so fill the scores where the"
+     " mask is *False*: masked_fill(~mask, ...)."),
     (
         lambda s, m: _masked_with(lambda m: m[:, None, :, None])(s, m)
         if s.shape[-2] == s.shape[-1] else None,  # (B, 1, Lk, 1) read as (B, 1, Lq, 1)
@@ -527,31 +455,23 @@ _BROADCAST_MISTAKES = [
         " example gets example h's mask. It only runs because B = H here. Add the head"
         " axis: key_mask[:, None, None, :] (B, 1, 1, Lk).",
     ),
-    (
-        lambda s, m: torch.softmax(s, dim=-1) * m[:, None, None, :],
-        "the mask is applied after the softmax: the padded keys get weight 0, but the"
-        " rows no longer sum to 1. Mask the scores before the softmax.",
-    ),
-    (
-        lambda s, m: torch.softmax(s * m[:, None, None, :], dim=-1),
-        "you set the masked scores to 0 (masked_fill(~mask, 0) or scores * mask). A"
-        " score of 0 still gets weight exp(0) = 1 in the softmax: fill with -inf or"
-        " torch.finfo(dtype).min.",
-    ),
+    (lambda s, m: torch.softmax(s, dim=-1) * m[:, None, None, :],
+     "the mask is applied after the softmax: the padded keys get weight 0, but the"
+     " rows no longer sum to 1. Mask the scores before the softmax."),
+    (lambda s, m: torch.softmax(s * m[:, None, None, :], dim=-1),
+     "you set the masked scores to 0 (masked_fill(~mask, 0) or scores * mask). A"
+     " score of 0 still gets weight exp(0) = 1 in the softmax: fill with -inf or"
+     " torch.finfo(dtype).min."),
 ]
 
 
 @checker
 def check_mask_broadcast(fn) -> Feedback:
     """Check ``fn(attn_scores, key_mask) -> attn_weights``: the softmax over the keys
-    of every head's scores, with a (B, Lk) key mask (True = may attend) that must be
-    broadcast to (B, 1, 1, Lk).
-
-    The first case is self-attention (Lq = Lk) with B = H, where the typical wrong
-    broadcasts run without an error: the mask as (B, 1, Lk, 1), over the queries
-    instead of the keys; the mask as (B, 1, Lk), with no head axis, which lines B up
-    with H. The second (Lq ≠ Lk, B ≠ H) catches shapes that only fit the first. Also
-    recognised: no mask, the mask applied after the softmax, masked scores set to 0.
+    with a (B, Lk) key mask (True = may attend) broadcast to (B, 1, 1, Lk). A case with
+    B = H and Lq = Lk lets the wrong broadcasts run; names the mask over the queries, a
+    mask without a head axis, no mask, the mask after the softmax, masked scores set to
+    0.
 
     Shapes:
         fn: (attn_scores (B, H, Lq, Lk), key_mask (B, Lk) bool) -> (B, H, Lq, Lk)
@@ -568,10 +488,8 @@ def check_mask_broadcast(fn) -> Feedback:
 
     def explain(got, expected, scores, key_mask):
         if torch.isnan(got).any():
-            return (
-                "your weights contain NaN: a query (row) has lost every key."
-                f" {_BROADCAST_HINT}"
-            )
+            return ("your weights contain NaN: a query (row) has lost every key."
+                    f" {_BROADCAST_HINT}")
         return (
             "your weights differ from the masked softmax: the first query of example 1,"
             f" head 0 should get {expected[1, 0, 0].tolist()}, yours gets"
@@ -633,10 +551,8 @@ def _read_padding_mask(got, tokens, pad_id):
         return None, error
     batch_size, length = tokens.shape
     where = _padding_where(tokens, pad_id)
-    shapes = (
-        f"(B, 1, Lk) = {(batch_size, 1, length)} or (B, 1, 1, Lk) ="
-        f" {(batch_size, 1, 1, length)}"
-    )
+    shapes = (f"(B, 1, Lk) = {(batch_size, 1, length)} or (B, 1, 1, Lk) ="
+              f" {(batch_size, 1, 1, length)}")
     if got.dtype != torch.bool:
         full = _as_head_mask(got != 0, batch_size, length)
         if full is not None and torch.equal(full, _padding_reference(tokens, pad_id)):
@@ -689,53 +605,37 @@ def _queries_real(tokens, pad_id):  # (B, H, Lq, Lk): the mask over the queries
 
 
 _PADDING_MISTAKES = [
-    (
-        lambda t, p: ~_padding_reference(t, p),
-        "your mask is inverted: True at the padding. In the library and in"
-        " F.scaled_dot_product_attention True means 'may attend', so the mask is tokens"
-        " != pad_id. (torch.nn.MultiheadAttention's key_padding_mask uses the opposite"
-        " convention, True = ignore, which is where inverted masks come from.)",
-    ),
-    (
-        _queries_real,
-        "your mask runs over the queries, not the keys: (B, Lq, 1) hides the padded"
-        " queries' rows and lets every real query attend to the padding. Padding is a"
-        " property of keys: put the sentence axis last, (B, 1, Lk).",
-    ),
-    (
-        lambda t, p: ~_queries_real(t, p),
-        "your mask is inverted *and* runs over the queries: True must mark the real"
-        " keys, along the last axis: (tokens != pad_id)[:, None, :].",
-    ),
-    (
-        lambda t, p: _queries_real(t, p) & _padding_reference(t, p),
-        "you masked the padded queries too: their rows have no key left, so their"
-        " weights are all zero in the library, and NaN in a hand-written softmax that"
-        " fills with -inf. The loss ignores those positions anyway: mask the keys only,"
-        " (tokens != pad_id)[:, None, :].",
-    ),
-    (
-        lambda t, p: None if p == 0 else (t != 0)[:, None, None, :].expand(
-            _padding_reference(t, p).shape),
-        lambda t, p: f"your mask treats token 0 as padding, but here the pad id is {p}"
-        " and 0 is a real token: use the pad_id argument.",
-    ),
+    (lambda t, p: ~_padding_reference(t, p),
+     "your mask is inverted: True at the padding. In the library and in"
+     " F.scaled_dot_product_attention True means 'may attend', so the mask is tokens"
+     " != pad_id. (torch.nn.MultiheadAttention's key_padding_mask uses the opposite"
+     " convention, True = ignore, which is where inverted masks come from.)"),
+    (_queries_real,
+     "your mask runs over the queries, not the keys: (B, Lq, 1) hides the padded"
+     " queries' rows and lets every real query attend to the padding. Padding is a"
+     " property of keys: put the sentence axis last, (B, 1, Lk)."),
+    (lambda t, p: ~_queries_real(t, p),
+     "your mask is inverted *and* runs over the queries: True must mark the real"
+     " keys, along the last axis: (tokens != pad_id)[:, None, :]."),
+    (lambda t, p: _queries_real(t, p) & _padding_reference(t, p),
+     "you masked the padded queries too: their rows have no key left, so their"
+     " weights are all zero in the library, and NaN in a hand-written softmax that"
+     " fills with -inf. The loss ignores those positions anyway: mask the keys only,"
+     " (tokens != pad_id)[:, None, :]."),
+    (lambda t, p: None if p == 0 else (t != 0)[:, None, None, :].expand(
+         _padding_reference(t, p).shape),
+     lambda t, p: f"your mask treats token 0 as padding, but here the pad id is {p}"
+     " and 0 is a real token: use the pad_id argument."),
 ]
 
 
 @checker
 def check_padding_mask(fn) -> Feedback:
-    """Check ``fn(tokens, pad_id) -> mask``: the boolean padding mask for
-    self-attention over ``tokens``, in the convention of the library and of
-    ``F.scaled_dot_product_attention``: True where a query may attend, i.e. at every
-    real (non-padding) key, for every query. It must broadcast to (B, Lq, Lk) (one mask
-    for all heads), e.g. (B, 1, Lk), or to (B, H, Lq, Lk), e.g. (B, 1, 1, Lk).
-
-    Compared with ``valid_lens_to_mask``, the mask ``valid_lens`` stands for. Recognises
-    an inverted mask (True at padding, the convention of ``nn.MultiheadAttention``'s
-    ``key_padding_mask``), a mask over the queries instead of the keys, queries and keys
-    both masked, a (B, Lk) mask without a query axis, a pad id fixed at 0, and a 0/1 or
-    additive float mask instead of a bool one.
+    """Check ``fn(tokens, pad_id) -> mask``: the bool padding mask for self-attention,
+    True at every real key for every query (the library's and
+    ``F.scaled_dot_product_attention``'s convention), broadcastable to (B, Lq, Lk) or
+    (B, H, Lq, Lk). Names an inverted mask, a mask over the queries (or both axes), no
+    query axis, a pad id fixed at 0, and float masks.
 
     Shapes:
         fn: (tokens (B, L) int64, int pad_id) -> bool mask broadcastable to (B, Lq, Lk)
@@ -763,39 +663,27 @@ def check_padding_mask(fn) -> Feedback:
 
 _PARAMETER_CASES = ((8, 2), (12, 3), (512, 8), (64, 1), (64, 16))  # (D, H)
 _PARAMETER_MISTAKES = [
-    (
-        lambda d, h: h * (4 * d * d + 4 * d),
-        "you multiplied by H. Splitting D into H heads of Dh = D/H features only"
-        " reshapes the projections' output: W_q, W_k, W_v and W_o are D × D whatever"
-        " H is, and the heads share them out (head h uses output features h·Dh to"
-        " (h+1)·Dh).",
-    ),
-    (
-        lambda d, h: 3 * h * (d * d + d) + h * d * d + d,
-        "you gave each head its own D × D projections (and W_o an H·D × D input):"
-        " that would be H full-width heads. Each head projects to Dh = D/H features"
-        " only, so the H heads together hold D × D numbers per projection.",
-    ),
-    (
-        lambda d, h: 4 * d * d,
-        "the biases are missing: each of the four projections (W_q, W_k, W_v, W_o)"
-        " has a bias of D numbers: 4D more.",
-    ),
-    (
-        lambda d, h: 3 * d * d + 3 * d,
-        "W_o is missing: after the heads are concatenated, one more D × D projection"
-        " (with its bias) mixes them.",
-    ),
-    (
-        lambda d, h: 3 * d * d,
-        "W_o and the biases are missing: four D × D projections, each with a bias of"
-        " D numbers.",
-    ),
-    (
-        lambda d, h: 4 * (d * (d // h) + d // h),
-        "you counted one head's projections, D × Dh: the H heads together project to"
-        " H·Dh = D features, so each projection is D × D.",
-    ),
+    (lambda d, h: h * (4 * d * d + 4 * d),
+     "you multiplied by H. Splitting D into H heads of Dh = D/H features only"
+     " reshapes the projections' output: W_q, W_k, W_v and W_o are D × D whatever"
+     " H is, and the heads share them out (head h uses output features h·Dh to"
+     " (h+1)·Dh)."),
+    (lambda d, h: 3 * h * (d * d + d) + h * d * d + d,
+     "you gave each head its own D × D projections (and W_o an H·D × D input):"
+     " that would be H full-width heads. Each head projects to Dh = D/H features"
+     " only, so the H heads together hold D × D numbers per projection."),
+    (lambda d, h: 4 * d * d,
+     "the biases are missing: each of the four projections (W_q, W_k, W_v, W_o)"
+     " has a bias of D numbers: 4D more."),
+    (lambda d, h: 3 * d * d + 3 * d,
+     "W_o is missing: after the heads are concatenated, one more D × D projection"
+     " (with its bias) mixes them."),
+    (lambda d, h: 3 * d * d,
+     "W_o and the biases are missing: four D × D projections, each with a bias of"
+     " D numbers."),
+    (lambda d, h: 4 * (d * (d // h) + d // h),
+     "you counted one head's projections, D × Dh: the H heads together project to"
+     " H·Dh = D features, so each projection is D × D."),
 ]
 
 
@@ -814,25 +702,21 @@ def _explain_count(answers, expected):
             " only decides how the D projected features are grouped; count W_q, W_k,"
             " W_v and W_o with their biases."
         )
-    bad = next(i for i, (a, e) in enumerate(zip(answers, expected)) if a != e)
-    width, num_heads = _PARAMETER_CASES[bad]
-    return (
-        f"For D = {width}, H = {num_heads} you count {answers[bad]:,.0f}; the layer"
-        f" has {expected[bad]:,.0f}. Count the four projections W_q, W_k, W_v, W_o and"
-        " their biases."
-    )
+    return None
+
+
+def _explain_count_case(answer, expected, width, num_heads):
+    return (f"For D = {width}, H = {num_heads} you count {answer:,.0f}; the layer has"
+            f" {expected:,.0f}. Count the four projections W_q, W_k, W_v, W_o and their"
+            " biases.")
 
 
 @checker
 def check_mha_parameter_count(fn) -> Feedback:
-    """Check ``fn(embed_dim, num_heads) -> int``: the number of parameters of
-    multi-head attention of width D with H heads and biases, against
-    :class:`~attention_lib.MultiHeadAttention`.
-
-    The answer is 4D² + 4D: four D × D projections (W_q, W_k, W_v, W_o) with a bias of D
-    each, whatever H is. Five (D, H) pairs, two with the same D and different H, so that
-    H times the count, full-width heads, missing biases, a missing W_o and one head's
-    projections are each named.
+    """Check ``fn(embed_dim, num_heads) -> int``: the parameters of
+    :class:`~attention_lib.MultiHeadAttention`, 4D² + 4D whatever H is. Names H times
+    the count, full-width heads, missing biases, a missing W_o and one head's
+    projections.
 
     Shapes:
         fn: (int D, int H) -> one number
@@ -842,6 +726,7 @@ def check_mha_parameter_count(fn) -> Feedback:
     return diagnose_numbers(
         fn, _PARAMETER_CASES, _mha_parameters, _PARAMETER_MISTAKES,
         what="number of parameters", explain=_explain_count,
+        explain_case=_explain_count_case,
         correct=lambda expected: f"Correct: 4D² + 4D, {expected[2]:,.0f} for D = 512,"
         " with 1 head or 8. Splitting into heads reshapes the projections' outputs; it"
         " adds no parameters.",

@@ -1,22 +1,6 @@
 """Checkers for chapter 5's bug hunt: three places where a Transformer decoder block
-runs and computes the wrong thing.
-
-* :func:`check_causal_mask`: the mask of the decoder's self-attention, without and
-  with a cache of earlier positions;
-* :func:`check_cross_attention`: where the cross-attention takes its queries, keys,
-  values and padding from;
-* :func:`check_attention_step`: multi-head attention between the projections and
-  W_o (split, scale, masked softmax over the keys, merge).
-
-Each checker runs the reader's function on cases whose sizes all differ, compares with
-the library (:func:`~attention_lib.masking.causal_mask`,
-:class:`~attention_lib.multihead.MultiHeadAttention`,
-:func:`~attention_lib.attention.dot_product_attention`) and, when the answer is wrong,
-recomputes the typical mistakes to name the one made: the diagonal hidden, a
-transposed mask, no mask, a cache's offset forgotten; keys from the target, keys over
-[memory; target], padding ignored or inverted, a causal mask on the source; heads split
-or merged without the transpose, no scale or √D, the softmax over the queries, the
-mask ignored.
+runs and computes the wrong thing (the causal mask, the cross-attention's inputs,
+the attention step between the projections and W_o).
 
 Taught in ``chapters/05_transformer/04_bug_hunt.ipynb``.
 """
@@ -30,13 +14,12 @@ from torch import Tensor
 
 from ..masking import causal_mask, valid_lens_to_mask
 from ..multihead import MultiHeadAttention, merge_heads, split_heads
-from ._common import heads_attention, mask_dtype_feedback, merge_view, split_view
+from ._common import heads_attention, merge_view, read_mask, split_view
 from ._feedback import (
     Feedback,
     checker,
     close_where_defined,
     diagnose,
-    read_tensor,
     sizes,
 )
 
@@ -58,37 +41,27 @@ def _mask_variants(num_queries: int, num_kv: int) -> list[tuple[Tensor, str]]:
     offset = num_kv - num_queries  # positions already in the cache
     expected = _triangle(num_queries, num_kv, offset)
     variants = [
-        (
-            ~expected,
-            "your mask is inverted: True where a query may NOT attend. That is the"
-            " convention of torch.nn.Transformer's bool masks; in the library and in"
-            " F.scaled_dot_product_attention True means 'may attend'. Negate it.",
-        ),
-        (
-            torch.ones_like(expected),
-            "no mask: every query may attend to every position, the future included,"
-            " so in training each position can read the token it must predict. Keep"
-            " the lower triangle.",
-        ),
-        (
-            _triangle(num_queries, num_kv, offset - 1),
-            "diagonal hidden: query i does not see its own position (tril(-1), or"
-            " triu(0) negated). The first position then has no key at all. A query"
-            " may attend to itself: keep the diagonal, tril(diagonal=0) without a"
-            " cache.",
-        ),
-        (
-            _triangle(num_queries, num_kv, offset, upper=True),
-            "transposed (hides the past): query i sees its own position and the later"
-            " ones, not the earlier ones: you kept the upper triangle (triu). Keep the"
-            " lower one, tril.",
-        ),
-        (
-            _triangle(num_queries, num_kv, offset)
-            & _triangle(num_queries, num_kv, offset, upper=True),
-            "each query sees only its own position: it must see every earlier"
-            " position too (the lower triangle, diagonal included).",
-        ),
+        (~expected,
+         "your mask is inverted: True where a query may NOT attend. That is the"
+         " convention of torch.nn.Transformer's bool masks; in the library and in"
+         " F.scaled_dot_product_attention True means 'may attend'. Negate it."),
+        (torch.ones_like(expected),
+         "no mask: every query may attend to every position, the future included,"
+         " so in training each position can read the token it must predict. Keep"
+         " the lower triangle."),
+        (_triangle(num_queries, num_kv, offset - 1),
+         "diagonal hidden: query i does not see its own position (tril(-1), or"
+         " triu(0) negated). The first position then has no key at all. A query"
+         " may attend to itself: keep the diagonal, tril(diagonal=0) without a"
+         " cache."),
+        (_triangle(num_queries, num_kv, offset, upper=True),
+         "transposed (hides the past): query i sees its own position and the later"
+         " ones, not the earlier ones: you kept the upper triangle (triu). Keep the"
+         " lower one, tril."),
+        (_triangle(num_queries, num_kv, offset)
+         & _triangle(num_queries, num_kv, offset, upper=True),
+         "each query sees only its own position: it must see every earlier"
+         " position too (the lower triangle, diagonal included)."),
     ]
     if offset:
         variants.append((
@@ -138,33 +111,19 @@ def _mask_where(num_queries: int, num_kv: int) -> str:
 
 
 def _read_mask(got, num_queries: int, num_kv: int):
-    """The reader's mask as an (Lq, Lk) bool tensor, or the feedback on its shape or
-    dtype."""
-    got, error = read_tensor(got, "mask")
-    if error is not None:
-        return None, error
-    while got.dim() > 2 and got.shape[0] == 1:  # (1, 1, Lq, Lk) broadcasts too
-        got = got[0]
+    """The reader's mask as an (Lq, Lk) bool tensor, or the feedback."""
     expected, where = causal_mask(num_queries, num_kv), _mask_where(num_queries, num_kv)
-    if got.shape != expected.shape:
-        return None, _mask_shape_feedback(got, expected, where)
-    if got.dtype != torch.bool:
-        return None, mask_dtype_feedback(got, expected, where)
-    return got, None
+    return read_mask(got, expected, where,
+                     lambda got: _mask_shape_feedback(got, expected, where))
 
 
 @checker
 def check_causal_mask(fn) -> Feedback:
-    """Check ``fn(num_queries, num_kv) -> mask``: the bool mask of a decoder's
-    self-attention, True where a query may attend, as
-    :func:`~attention_lib.causal_mask`.
-
-    The queries are the last Lq = ``num_queries`` of Lk = ``num_kv`` positions (Lk =
-    Lq without a cache): query i, at position Lk − Lq + i, sees positions 0 to
-    Lk − Lq + i. Three cases, without a cache, with four cached positions and three
-    new ones, and one step after four, name an inverted mask, no mask, the diagonal
-    hidden, the upper triangle (transposed: it hides the past), a diagonal alone, the
-    offset of a cache forgotten, the cache ignored, and masks of numbers.
+    """Check ``fn(num_queries, num_kv) -> mask``: a decoder's self-attention mask, True
+    where a query may attend, as :func:`~attention_lib.causal_mask`; the queries are the
+    last Lq of Lk positions (a cache). Names an inverted mask, no mask, the diagonal
+    hidden, the upper triangle, a diagonal alone, the cache's offset forgotten or the
+    cache ignored, and masks of numbers.
 
     Shapes:
         fn: (int Lq, int Lk) -> (Lq, Lk) bool (leading dimensions of size 1 are fine)
@@ -191,27 +150,19 @@ def check_causal_mask(fn) -> Feedback:
 # --- 2. the cross-attention call ------------------------------------------------------
 
 # (B, Lq, Lk, D, H, src_valid_lens): more target positions than source ones, and fewer
-_CROSS_CASES = (
-    (3, 5, 7, 8, 2, (5, 2, 4)),
-    (2, 6, 4, 12, 3, (4, 1)),
-)
+_CROSS_CASES = ((3, 5, 7, 8, 2, (5, 2, 4)),
+                (2, 6, 4, 12, 3, (4, 1)))
 
 _CROSS_HINTS = [
-    (
-        "keys and values must come in pairs",
-        "(Keys and values are the same positions, both from the memory: the encoder's"
-        " outputs.)",
-    ),
-    (
-        "valid_lens must lie in",
-        "(src_valid_lens count the real positions of the memory, which gives the"
-        " cross-attention its keys: pass them unchanged, with keys from the memory.)",
-    ),
-    (
-        "num_kv",
-        "(A causal mask needs at least as many keys as queries; the cross-attention"
-        " needs no causal mask at all.)",
-    ),
+    ("keys and values must come in pairs",
+     "(Keys and values are the same positions, both from the memory: the encoder's"
+     " outputs.)"),
+    ("valid_lens must lie in",
+     "(src_valid_lens count the real positions of the memory, which gives the"
+     " cross-attention its keys: pass them unchanged, with keys from the memory.)"),
+    ("num_kv",
+     "(A causal mask needs at least as many keys as queries; the cross-attention"
+     " needs no causal mask at all.)"),
 ]
 
 
@@ -240,41 +191,27 @@ def _cross_variants(attention, x, memory, src_valid_lens) -> list:
         (lambda: attention(x, x, x, src_valid_lens), from_target),
         (lambda: attention(x, x, x, mask=causal_mask(num_queries)), from_target),
         (lambda: attention(x, both, both), over_both + " And the padding is ignored."),
-        (
-            lambda: attention(
-                x, both, both, mask=torch.cat([source, target], 1)[:, None, :]
-            ),
-            over_both,
-        ),
-        (
-            lambda: attention(x, memory, memory),
-            "padding ignored: your queries attend to the padded positions of the"
-            " memory as well. Pass src_valid_lens (or the equivalent mask), so that"
-            " positions at or after each sentence's length get zero weight.",
-        ),
-        (
-            lambda: attention(x, memory, memory, mask=~source[:, None, :]),
-            "your padding mask is inverted: the queries attend to the padding only,"
-            " and a sentence without padding gets no key at all. True marks the"
-            " positions a query may attend to: the real ones.",
-        ),
-        (
-            lambda: attention(
-                x, memory, memory, src_valid_lens, mask=causal_mask(num_queries, num_kv)
-            ),
-            "causal mask in the cross-attention: the whole source sentence is known"
-            " before the first target word, so every query may read every real"
-            " position of the memory. Only the target's self-attention is causal.",
-        ),
-        (
-            lambda: attention(
-                x, memory, memory, src_valid_lens,
-                mask=torch.ones(num_queries, num_kv, dtype=torch.bool).tril(),
-            ),
-            "causal mask in the cross-attention: the whole source sentence is known"
-            " before the first target word, so every query may read every real"
-            " position of the memory. Only the target's self-attention is causal.",
-        ),
+        (lambda: attention(
+             x, both, both, mask=torch.cat([source, target], 1)[:, None, :]
+         ),
+         over_both),
+        (lambda: attention(x, memory, memory),
+         "padding ignored: your queries attend to the padded positions of the"
+         " memory as well. Pass src_valid_lens (or the equivalent mask), so that"
+         " positions at or after each sentence's length get zero weight."),
+        (lambda: attention(x, memory, memory, mask=~source[:, None, :]),
+         "your padding mask is inverted: the queries attend to the padding only,"
+         " and a sentence without padding gets no key at all. True marks the"
+         " positions a query may attend to: the real ones."),
+        (lambda: attention(
+             x, memory, memory, src_valid_lens, mask=causal_mask(num_queries, num_kv)
+         ),
+         _CAUSAL_SOURCE),
+        (lambda: attention(
+             x, memory, memory, src_valid_lens,
+             mask=torch.ones(num_queries, num_kv, dtype=torch.bool).tril(),
+         ),
+         _CAUSAL_SOURCE),
     ]
     variants = []
     for call, message in calls:
@@ -295,17 +232,19 @@ def _cross_setup(case, seed: int):
     return attention, x, memory, torch.tensor(lens)
 
 
+_CAUSAL_SOURCE = (
+    "causal mask in the cross-attention: the whole source sentence is known before the"
+    " first target word, so every query may read every real position of the memory."
+    " Only the target's self-attention is causal."
+)
+
+
 @checker
 def check_cross_attention(fn) -> Feedback:
     """Check ``fn(attention, x, memory, src_valid_lens) -> output``: the decoder's
-    cross-attention call, ``attention(x, memory, memory, src_valid_lens)``.
-
-    ``attention`` is a :class:`~attention_lib.MultiHeadAttention` (float64, eval); x
-    is the target (B, Lq, D), memory the encoder's outputs (B, Lk, D) with
-    ``src_valid_lens`` real positions per sentence. Two cases, Lq < Lk and Lq > Lk,
-    name keys and values from the target, keys over [memory; target] (in either
-    order), the padding ignored or inverted, a causal mask on the source, and queries
-    taken from the memory.
+    cross-attention call, ``attention(x, memory, memory, src_valid_lens)``. Names keys
+    and values from the target, keys over [memory; target], the padding ignored or
+    inverted, a causal mask on the source, and queries from the memory.
 
     Shapes:
         fn: (MultiHeadAttention, x (B, Lq, D), memory (B, Lk, D), src_valid_lens (B,))
@@ -350,10 +289,8 @@ def check_cross_attention(fn) -> Feedback:
 
 # (B, Lq, Lk, D, H, mask): self-attention with the causal mask; cross-attention with
 # a padding mask (B, 1, 1, Lk) whose lengths are 6, 2 and 4
-_STEP_CASES = (
-    (2, 5, 5, 12, 3, "causal"),
-    (3, 4, 6, 10, 2, "padding"),
-)
+_STEP_CASES = ((2, 5, 5, 12, 3, "causal"),
+               (3, 4, 6, 10, 2, "padding"))
 
 # (step, way) -> what that way of doing the step gets wrong
 _STEP_MISTAKES = {
@@ -406,23 +343,17 @@ _STEP_COMBOS = sorted(
 )
 
 _STEP_HINTS = [
-    (
-        "3D tensor",
-        "(torch.bmm takes three-dimensional tensors only; with the heads as an axis"
-        " they have four: use @ or torch.matmul, which batch over every leading"
-        " axis.)",
-    ),
-    (
-        "view size is not compatible",
-        "(After a transpose the numbers are no longer in row-major order and .view"
-        " cannot regroup them: use .reshape(...), or .contiguous().view(...).)",
-    ),
-    (
-        "must match the size",
-        "(Check the shapes: as heads, q, k and v are (B, H, L, Dh) and the scores (B,"
-        " H, Lq, Lk). Reshaped to (B, L, H, Dh) without .transpose(1, 2), q kᵀ would"
-        " be (B, L, H, H): heads attending to heads.)",
-    ),
+    ("3D tensor",
+     "(torch.bmm takes three-dimensional tensors only; with the heads as an axis"
+     " they have four: use @ or torch.matmul, which batch over every leading"
+     " axis.)"),
+    ("view size is not compatible",
+     "(After a transpose the numbers are no longer in row-major order and .view"
+     " cannot regroup them: use .reshape(...), or .contiguous().view(...).)"),
+    ("must match the size",
+     "(Check the shapes: as heads, q, k and v are (B, H, L, Dh) and the scores (B,"
+     " H, Lq, Lk). Reshaped to (B, L, H, Dh) without .transpose(1, 2), q kᵀ would"
+     " be (B, L, H, H): heads attending to heads.)"),
 ]
 
 
@@ -486,17 +417,10 @@ def _explain_step(got, expected, q, k, v, num_heads, allowed):
 @checker
 def check_attention_step(fn) -> Feedback:
     """Check ``fn(q, k, v, num_heads, allowed) -> context``: multi-head attention on
-    queries, keys and values that are already projected, (B, L, D), with a bool mask
-    ``allowed`` (True = may attend): split into H heads, softmax(q kᵀ / √Dh) over the
-    keys with the mask, merge back to (B, Lq, D).
-
-    Two cases, self-attention with the causal mask (Lq = Lk) and cross-attention with
-    a padding mask (Lq ≠ Lk), with every size different. A wrong answer is compared
-    with every combination of the typical mistakes (heads split or merged without the
-    transpose, no scale or √D, the softmax over the queries, the mask ignored or
-    inverted), and each mistake of the combination it equals is named; ``torch.bmm``
-    on four dimensions, ``.view`` after a transpose and shapes that do not match get a
-    hint.
+    projected inputs with a bool mask (True = may attend): split, masked softmax(q kᵀ /
+    √Dh) over the keys, merge. Names every combination of heads split or merged without
+    the transpose, no scale or √D, the softmax over the queries, the mask ignored or
+    inverted; hints at ``torch.bmm`` on 4-D, ``.view`` after a transpose, bad shapes.
 
     Shapes:
         fn: (q (B, Lq, D), k (B, Lk, D), v (B, Lk, D), int H, allowed broadcastable

@@ -1,17 +1,5 @@
 """Checkers for chapter 6's exercises: what long sequences cost, and the exact tricks
-that make them affordable.
-
-Each checker runs the reader's function on cases chosen so that the typical mistakes
-give different answers, compares with the library (:mod:`attention_lib.efficient`:
-:class:`~attention_lib.efficient.AttentionPattern` for windows and sparse patterns,
-:func:`~attention_lib.efficient.merge_partials` for the online softmax,
-:func:`~attention_lib.efficient.generate` for the cache; ``torch.logsumexp``; a
-matrix product on PyTorch's ``meta`` device for the memory of the scores) and, when
-the answer is wrong, recomputes the typical mistakes to name the one made: n instead
-of n², the heads or the batch forgotten, bits for bytes; a window count that ignores
-the edges or is off by one; an inverted, transposed or float mask; an old sum not
-rescaled, or rescaled the wrong way, an overflow, a NaN from a block of −∞; equal
-weights for two partial results; T² positions for T tokens.
+that make them affordable, against :mod:`attention_lib.efficient`.
 
 Taught in ``chapters/06_efficient/05_exercises.ipynb``.
 """
@@ -23,18 +11,18 @@ import torch
 from torch import Tensor
 
 from ..efficient import AttentionPattern, attend, generate, merge_partials
-from ._common import mask_dtype_feedback
+from ._common import read_mask
 from ._feedback import (
     Feedback,
+    all_of,
     checker,
     close,
+    close_each,
     describe,
     diagnose,
     diagnose_numbers,
     read_number,
-    read_tensor,
     read_tensors,
-    run_safely,
     sizes,
 )
 
@@ -75,14 +63,10 @@ def _scores_bytes(length: int, batch_size: int, num_heads: int, nbytes: int) -> 
 
 @checker
 def check_scores_bytes(fn) -> Feedback:
-    """Check ``fn(n, batch_size, num_heads, bytes_per_number) -> int``: the bytes that
-    one layer's attention scores take, the (B, H, n, n) tensor Q Kᵀ, measured by a
-    matrix product on PyTorch's ``meta`` device.
-
-    The answer is B·H·n²·bytes: 64 MiB for n = 4096 in float32, for one head and one
-    sequence. Recognises n instead of n², the heads or the batch forgotten, bits
-    instead of bytes, numbers instead of bytes, 8 or 4 bytes whatever
-    ``bytes_per_number`` says, a causal half, and MiB, MB or GiB instead of bytes.
+    """Check ``fn(n, batch_size, num_heads, bytes_per_number) -> int``: the bytes of one
+    layer's scores Q Kᵀ, (B, H, n, n), B·H·n²·bytes, measured on PyTorch's ``meta``
+    device. Names n for n², the heads or the batch forgotten, bits, numbers, a fixed
+    number size, a causal half, and MiB, MB or GiB.
 
     Shapes:
         fn: (int n, int B, int H, int bytes) -> one number
@@ -122,20 +106,15 @@ def check_scores_bytes(fn) -> Feedback:
          "that is the size in MB (10⁶ bytes): return bytes."),
     ]
 
-    def explain(answers, expected):
-        bad = next(i for i, (a, e) in enumerate(zip(answers, expected))
-                   if not _same(a, e))
-        length, batch_size, num_heads, nbytes = _BYTES_CASES[bad]
-        return (
-            f"For {sizes(' = ', n=length, B=batch_size, H=num_heads, bytes=nbytes)}"
-            f" you count {answers[bad]:,.0f} bytes; the scores, a ({batch_size},"
-            f" {num_heads}, {length}, {length}) tensor, take {expected[bad]:,.0f}"
-            " bytes."
-        )
+    def explain_case(answer, expected, length, batch_size, num_heads, nbytes):
+        return (f"For {sizes(' = ', n=length, B=batch_size, H=num_heads, bytes=nbytes)}"
+                f" you count {answer:,.0f} bytes; the scores, a ({batch_size},"
+                f" {num_heads}, {length}, {length}) tensor, take {expected:,.0f}"
+                " bytes.")
 
     return diagnose_numbers(
         fn, _BYTES_CASES, _scores_bytes, mistakes, what="number of bytes",
-        equal=_same, explain=explain,
+        equal=_same, explain_case=explain_case,
         correct=lambda expected: f"Correct: B·H·n²·bytes. For n = 4096 in float32 that"
         f" is {expected[0] / 2**20:.0f} MiB for one head and one sequence; a layer with"
         f" 16 heads over a batch of 8 holds {_scores_bytes(4096, 8, 16, 4) / 2**30:.0f}"
@@ -218,51 +197,34 @@ def _pairs_variants(causal: bool) -> list:
 
 @checker
 def check_window_pairs(fn) -> Feedback:
-    """Check ``fn(n, window, causal) -> int``: how many (query, key) pairs a sliding
-    window allows over n positions, against
-    ``AttentionPattern(window=w, causal=causal).pairs(n)``.
-
-    Bidirectional: keys j with |i − j| ≤ w // 2; causal: the w keys i − w < j ≤ i.
-    Cases with odd and even w and with n < w, so that ignoring the edges (n·w,
-    n·(w + 1)), an off-by-one at the window's edge, the query itself left out, the
-    other mode's count, and dense counts are each named.
+    """Check ``fn(n, window, causal) -> int``: the (query, key) pairs a sliding window
+    allows over n positions, as ``AttentionPattern(window=w, causal=causal).pairs(n)``
+    (|i − j| ≤ w // 2, or i − w < j ≤ i). Names edges ignored, an off-by-one, the query
+    left out, the other mode and dense counts.
 
     Shapes:
         fn: (int n, int w, bool causal) -> one number
 
     Taught in ``chapters/06_efficient/05_exercises.ipynb``.
     """
-    for causal in (False, True):
-        cases = [(n, w, causal) for n, w in _PAIRS_CASES[causal]]
-        mode = "causal=True" if causal else "causal=False"
+    def explain_case(answer, expected, length, window, causal):
+        rule = ("query i sees keys max(0, i − w + 1) to i" if causal else
+                "query i sees keys max(0, i − w // 2) to min(n − 1, i + w // 2)")
+        short = (" Here n < w: the window is cut off in every row."
+                 if length < window else "")
+        return (f"For n = {length}, w = {window}, causal={causal} you count"
+                f" {answer:,.0f}; the window allows {expected:,.0f} pairs. Count row by"
+                f" row: {rule}.{short}")
 
-        def explain(answers, expected):
-            bad = next(i for i, (a, e) in enumerate(zip(answers, expected))
-                       if not _same(a, e))
-            length, window, causal = cases[bad]
-            rule = ("query i sees keys max(0, i − w + 1) to i" if causal else
-                    "query i sees keys max(0, i − w // 2) to min(n − 1, i + w // 2)")
-            short = (" Here n < w: the window is cut off in every row."
-                     if length < window else "")
-            return (
-                f"For n = {length}, w = {window}, {mode} you count"
-                f" {answers[bad]:,.0f}; the window allows {expected[bad]:,.0f} pairs."
-                f" Count row by row: {rule}.{short}"
-            )
-
-        mistakes = [(lambda n, w, c, formula=formula: formula(n, w), message)
-                    for formula, message in _pairs_variants(causal)]
-        feedback = diagnose_numbers(
-            fn, cases, _pairs, mistakes, what="number of pairs", equal=_same,
-            prefix=f"With {mode}: ", explain=explain, correct="",
-        )
-        if not feedback:
-            return feedback
-    return Feedback.ok(
-        "Correct: causal, n·w − w(w − 1)/2 (for n ≥ w); bidirectional with"
-        " h = w // 2, n·(2h + 1) − h(h + 1) (for n > h). For n ≫ w that is about n·w"
-        " pairs, a fraction w/n (or (2h + 1)/n) of dense attention's n²."
-    )
+    return all_of((diagnose_numbers(
+        fn, [(n, w, causal) for n, w in _PAIRS_CASES[causal]], _pairs,
+        [(lambda n, w, c, formula=formula: formula(n, w), message)
+         for formula, message in _pairs_variants(causal)],
+        what="number of pairs", equal=_same, prefix=f"With causal={causal}: ",
+        explain_case=explain_case, correct="") for causal in (False, True)),
+        "Correct: causal, n·w − w(w − 1)/2 (for n ≥ w); bidirectional with h = w // 2,"
+        " n·(2h + 1) − h(h + 1) (for n > h). For n ≫ w that is about n·w pairs, a"
+        " fraction w/n (or (2h + 1)/n) of dense attention's n².")
 
 
 # --- 3. the sliding-window mask -------------------------------------------------------
@@ -337,29 +299,17 @@ def _window_variants(length: int, window: int, causal: bool) -> list:
 def _check_mask(fn, cases, reference, variants, where, correct: str) -> Feedback:
     """:func:`diagnose` for an (n, n) bool mask: leading sizes of 1 are fine; a wrong
     shape or a mask of numbers is named; a wrong mask, by its first wrong row."""
-    def read(got, *case):
-        got, error = read_tensor(got, "mask")
-        if error is not None:
-            return None, error
-        while got.dim() > 2 and got.shape[0] == 1:  # (1, 1, n, n) broadcasts too
-            got = got[0]
-        length = case[0]
-        if got.shape != (length, length):
-            return None, Feedback.wrong(
-                f"{where(*case)}: your mask has shape {tuple(got.shape)}, expected (n,"
-                f" n) = {(length, length)}: one row per query, one column per key."
-            )
-        if got.dtype != torch.bool:
-            return None, mask_dtype_feedback(got, reference(*case), where(*case))
-        return got, None
+    def read(got, length, *rest):
+        return read_mask(got, reference(length, *rest), where(length, *rest),
+                         lambda got: Feedback.wrong(
+            f"{where(length, *rest)}: your mask has shape {tuple(got.shape)}, expected"
+            f" (n, n) = {(length, length)}: one row per query, one column per key."))
 
     def explain(got, expected, *case):
         i = next(i for i in range(len(expected))
                  if not torch.equal(got[i], expected[i]))
-        return (
-            f"row {i} (query {i}) should be {expected[i].int().tolist()}, yours is"
-            f" {got[i].int().tolist()} (1 = may attend)."
-        )
+        return (f"row {i} (query {i}) should be {expected[i].int().tolist()}, yours is"
+                f" {got[i].int().tolist()} (1 = may attend).")
 
     return diagnose(fn, cases, reference, variants, what="mask", where=where,
                     read=read, compare=torch.equal, explain=explain, correct=correct)
@@ -368,13 +318,9 @@ def _check_mask(fn, cases, reference, variants, where, correct: str) -> Feedback
 @checker
 def check_window_mask(fn) -> Feedback:
     """Check ``fn(n, window, causal) -> mask``: the (n, n) bool mask of a sliding
-    window, True where query i may attend to key j, against
-    ``AttentionPattern(window=w, causal=causal).mask(n)``.
-
-    Bidirectional: |i − j| ≤ w // 2; causal: i − w < j ≤ i. Six cases (odd and even
-    w, both modes, n < w) name an inverted mask, a transposed causal window (looking
-    into the future), an off-by-one at the window's edge (< for ≤), the diagonal
-    missing, the other mode, no window, a mask of numbers and a wrong shape.
+    window, as ``AttentionPattern(window=w, causal=causal).mask(n)``. Names an inverted
+    or transposed mask, an off-by-one, the diagonal missing, the other mode, no window,
+    a mask of numbers and a wrong shape.
 
     Shapes:
         fn: (int n, int w, bool causal) -> (n, n) bool (leading sizes of 1 are fine)
@@ -399,13 +345,11 @@ _INF = math.inf
 _GROWING = [0.5, -1.0, 2.0, 0.0, 1.0, -0.5, 3.0, 4.0, 5.0, 2.5]
 # (scores, block): those; blocks of one; scores of 1000; a first block of −∞ only; one
 # block for all.
-_STATS_CASES = (
-    (_GROWING, 3),
-    (_GROWING, 1),
-    ([1000.0 + s for s in _GROWING], 4),
-    ([-_INF, -_INF, -_INF, 1.0, 2.0, -0.5, 0.25], 3),
-    (_GROWING, 16),
-)
+_STATS_CASES = ((_GROWING, 3),
+                (_GROWING, 1),
+                ([1000.0 + s for s in _GROWING], 4),
+                ([-_INF, -_INF, -_INF, 1.0, 2.0, -0.5, 0.25], 3),
+                (_GROWING, 16))
 
 
 def _stats_variant(x: Tensor, block: int, mistake: str) -> tuple[float, float]:
@@ -444,77 +388,22 @@ def _read_pair(got, names: tuple[str, str]):
 def check_online_softmax(fn) -> Feedback:
     """Check ``fn(x, block) -> (maximum, total)``: the online softmax's running
     statistics of a 1-D score vector read ``block`` scores at a time, the maximum m of
-    all scores and total = Σ exp(x − m), against ``torch.logsumexp``.
-
-    When a block raises the maximum from m to m', the old total is rescaled by
-    exp(m − m') ≤ 1 before the block's exp(x − m') are added. Cases in which the
-    maximum grows in every block, scores of 1000, and a first block of −∞ only name
-    an old total not rescaled, a rescaling with the wrong sign, each block with its own
-    maximum, no maximum subtracted (overflow), the NaN of exp(−∞ − (−∞)), and a
-    maximum that is not the running one.
+    all scores and total = Σ exp(x − m), against ``torch.logsumexp``. Cases with a
+    maximum that grows in every block, scores of 1000 and a first block of −∞ name an
+    old total not rescaled or rescaled the wrong way, one maximum per block, an
+    overflow, a NaN from exp(−∞ − (−∞)) and a maximum that is not the running one.
 
     Shapes:
         fn: (x (n,) float32, int block) -> (maximum, total), two numbers
 
     Taught in ``chapters/06_efficient/05_exercises.ipynb``.
     """
-    for scores, block in _STATS_CASES:
-        x = torch.tensor(scores)  # (n,) float32
-        where = (f"For x = {[round(s, 2) for s in scores[:4]]}..., n = {len(scores)},"
-                 f" block = {block}")
-        got, error = run_safely(fn, x.clone(), block)
-        if error is not None:
-            return error
-        pair, error = _read_pair(got, ("maximum", "total"))
-        if error is not None:
-            return error
-        maximum, total = pair
-        wide = maximum.double(), total.double()
+    def reference(x, block):
         top = x.double().max()
-        expected = torch.exp(torch.logsumexp(x.double(), dim=0) - top)
-        if close(maximum, top) and close(total, expected):
-            continue
-        if torch.isnan(total) or torch.isnan(maximum):
-            if any(s == -_INF for s in scores):
-                return Feedback.wrong(
-                    f"{where}: your result is NaN. The first block holds only −∞ (a"
-                    " block of keys that the mask hides entirely): its maximum is −∞,"
-                    " and exp(x − m) = exp(−∞ − (−∞)) is NaN. Skip a block whose"
-                    " maximum is −∞ (it adds nothing), or subtract 0 where the"
-                    " maximum is not finite."
-                )
-            return Feedback.wrong(
-                f"{where}: your total is NaN although every score is finite. Starting"
-                " from m = −∞ and total = 0, a rescaling factor exp(m_new − m_old)"
-                " is exp(+∞) and 0 · ∞ is NaN: the factor is exp(m_old − m_new),"
-                " old minus new, at most 1."
-            )
-        if torch.isinf(total):
-            return Feedback.wrong(
-                f"{where}: your total overflows to inf. exp(1000) does not fit in a"
-                " float (float32 stops near exp(88), float64 near exp(709)): subtract"
-                " the running maximum before exp, so that every exp(x − m) is at"
-                " most 1."
-            )
-        if not close(maximum, top):
-            last = x.double().split(block)[-1].max()
-            if close(maximum, last):
-                return Feedback.wrong(
-                    f"{where}: your maximum is {maximum.item():g}, the last block's;"
-                    f" the running maximum is the largest score so far,"
-                    f" {top.item():g}: m_new = max(m_old, max of the block)."
-                )
-            if close(wide[0] + torch.log(wide[1]), top + torch.log(expected)):
-                return Feedback.wrong(
-                    f"{where}: your pair gives the right log-sum-exp, but your"
-                    f" maximum, {maximum.item():g}, is not the largest score,"
-                    f" {top.item():g}. Keep the running maximum, so that no"
-                    " exp(x − m) can overflow."
-                )
-            return Feedback.wrong(
-                f"{where}: your maximum is {maximum.item():g}; the largest score is"
-                f" {top.item():g}."
-            )
+        return top, torch.exp(torch.logsumexp(x.double(), dim=0) - top)
+
+    def mistakes(x, block):
+        top = x.double().max()
         named = [
             (torch.exp(x.double()).sum(),
              "no maximum subtracted: your total is Σ exp(x), which overflows for"
@@ -535,18 +424,57 @@ def check_online_softmax(fn) -> Feedback:
              "your total holds only the last block: add each block's sum to the"
              " rescaled old total."),
         ]
-        for variant, message in named:
-            if torch.isfinite(variant) and close(total, variant):
-                return Feedback.wrong(f"{where}: {message}")
-        return Feedback.wrong(
-            f"{where}: your total is {total.item():.6g}; Σ exp(x − m) is"
-            f" {expected.item():.6g} (m = {top.item():g})."
-        )
-    return Feedback.ok(
-        "Correct: m_new = max(m, max(block)); total = total · exp(m − m_new) +"
+        return [((top, v), m) for v, m in named if torch.isfinite(v)]
+
+    return diagnose(
+        fn, [(torch.tensor(scores), block) for scores, block in _STATS_CASES],
+        reference, mistakes, what="pair",
+        read=lambda got, *case: _read_pair(got, ("maximum", "total")),
+        compare=close_each, explain=_explain_stats,
+        where=lambda x, block: f"For x = {[round(s, 2) for s in x[:4].tolist()]}...,"
+        f" n = {len(x)}, block = {block}",
+        correct="Correct: m_new = max(m, max(block)); total = total · exp(m − m_new) +"
         " Σ exp(block − m_new), and a block of −∞ only changes nothing. Then"
-        " m + log(total) = logsumexp(x), without ever holding all of x."
+        " m + log(total) = logsumexp(x), without ever holding all of x.",
     )
+
+
+def _explain_stats(got, expected, x, block) -> str:
+    (maximum, total), (top, expected) = got, expected
+    if torch.isnan(total) or torch.isnan(maximum):
+        if bool(torch.isneginf(x).any()):
+            return (
+                "your result is NaN. The first block holds only −∞ (a block of keys"
+                " that the mask hides entirely): its maximum is −∞, and exp(x − m) ="
+                " exp(−∞ − (−∞)) is NaN. Skip a block whose maximum is −∞ (it adds"
+                " nothing), or subtract 0 where the maximum is not finite."
+            )
+        return ("your total is NaN although every score is finite. Starting from m = −∞"
+                " and total = 0, a rescaling factor exp(m_new − m_old) is exp(+∞) and"
+                " 0 · ∞ is NaN: the factor is exp(m_old − m_new), old minus new, at"
+                " most 1.")
+    if torch.isinf(total):
+        return (
+            "your total overflows to inf. exp(1000) does not fit in a float (float32"
+            " stops near exp(88), float64 near exp(709)): subtract the running"
+            " maximum before exp, so that every exp(x − m) is at most 1."
+        )
+    if not close(maximum, top):
+        if close(maximum, x.double().split(block)[-1].max()):
+            return (f"your maximum is {maximum.item():g}, the last block's; the running"
+                    f" maximum is the largest score so far, {top.item():g}: m_new ="
+                    " max(m_old, max of the block).")
+        if close(maximum.double() + torch.log(total.double()),
+                 top + torch.log(expected)):
+            return (
+                f"your pair gives the right log-sum-exp, but your maximum,"
+                f" {maximum.item():g}, is not the largest score, {top.item():g}. Keep"
+                " the running maximum, so that no exp(x − m) can overflow."
+            )
+        return (f"your maximum is {maximum.item():g}; the largest score is"
+                f" {top.item():g}.")
+    return (f"your total is {total.item():.6g}; Σ exp(x − m) is {expected.item():.6g}"
+            f" (m = {top.item():g}).")
 
 
 # --- 5. merging two partial results ---------------------------------------------------
@@ -627,14 +555,11 @@ def _merge_lse_variants(out1, lse1, out2, lse2) -> list:
 @checker
 def check_merge_partials(fn) -> Feedback:
     """Check ``fn(out1, lse1, out2, lse2) -> (out, lse)``: two softmax-attention
-    results over disjoint blocks of keys merged into the result over both, against
-    :func:`~attention_lib.efficient.merge_partials`.
-
-    The partial results come from the library's ``attend``: two blocks of keys; scores
-    near 1000, which overflow exp; a query with no key in one block and one with no
-    key at all (lse = −∞, where exp(−∞ − (−∞)) is NaN). Names equal weights, outputs
-    added, weights of the wrong sign or not normalised, lse as the weight, the larger
-    part kept alone, an lse that is the max or the sum, and the overflow.
+    results over disjoint blocks of keys (from the library's ``attend``) merged into
+    the result over both, against :func:`~attention_lib.efficient.merge_partials`;
+    with scores near 1000 and queries with no key (lse = −∞). Names equal weights,
+    outputs added, weights of the wrong sign or not normalised, lse as the weight, the
+    larger part alone, an lse that is the max or the sum, and the overflow.
 
     Shapes:
         fn: (out1 (Lq, Dv), lse1 (Lq, 1), out2 (Lq, Dv), lse2 (Lq, 1))
@@ -642,57 +567,52 @@ def check_merge_partials(fn) -> Feedback:
 
     Taught in ``chapters/06_efficient/05_exercises.ipynb``.
     """
-    for description, parts in _merge_cases():
-        where = f"With {description}"
-        got, error = run_safely(fn, *(t.clone() for t in parts))
-        if error is not None:
-            return error
-        expected_out, expected_lse = merge_partials(*parts)
-        pair, error = read_tensors(got, ("out", "lse"),
-                                   (expected_out.shape, expected_lse.shape))
-        if error is not None:
-            return Feedback.wrong(f"{where}: {error.message}")
-        out, lse = pair
-        if not (torch.isfinite(out).all() and not torch.isnan(lse).any()
-                and not torch.isposinf(lse).any()):
-            if "1000" in description:
-                return Feedback.wrong(
-                    f"{where}: your result holds inf or NaN. e^1000 overflows (float32"
-                    " stops near e^88, float64 near e^709): subtract the larger lse"
-                    " first, w_i = exp(lse_i − max), and lse = max + log(w₁ + w₂)."
-                )
-            if "no key" in description:
-                return Feedback.wrong(
-                    f"{where}: your result holds NaN or inf. A query with no key"
-                    " at all has lse₁ = lse₂ = −∞, so lse_i − max is −∞ − (−∞) = NaN."
-                    " Where the maximum is −∞ use 0 instead (the weights are then"
-                    " e^−∞ = 0), and never divide by a total of 0: such a query's"
-                    " output is 0 and its lse −∞."
-                )
-            return Feedback.wrong(f"{where}: your result holds NaN or inf.")
-        if not close(out, expected_out):
-            for variant, message in _merge_out_variants(*parts):
-                if torch.isfinite(variant).all() and close(out, variant):
-                    return Feedback.wrong(f"{where}: {message}")
-            return Feedback.wrong(
-                f"{where}: your out differs from the merged result: for query 0 it is"
-                f" {[round(x, 4) for x in out[0].tolist()]}, expected"
-                f" {[round(x, 4) for x in expected_out[0].tolist()]}."
-            )
-        if not close(lse, expected_lse):
-            for variant, message in _merge_lse_variants(*parts):
-                if close(lse, variant):
-                    return Feedback.wrong(f"{where}: {message}")
-            return Feedback.wrong(
-                f"{where}: your out is right, but your lse differs: for query 0 it is"
-                f" {lse[0, 0].item():.6g}, expected {expected_lse[0, 0].item():.6g}"
-                " = log(e^lse₁ + e^lse₂)."
-            )
-    return Feedback.ok(
-        "Correct: with m = max(lse₁, lse₂) (0 where it is −∞), w_i = exp(lse_i − m),"
-        " out = (w₁·out₁ + w₂·out₂) / (w₁ + w₂) and lse = m + log(w₁ + w₂): the"
-        " result over all keys, exactly, and the step chunked attention repeats."
+    labels, cases = zip(*_merge_cases())
+
+    def read(got, *parts):  # errors start with where: shape=True
+        shapes = [t.shape for t in merge_partials(*parts)]
+        return read_tensors(got, ("out", "lse"), shapes)
+
+    def mistakes(*parts):
+        out, lse = merge_partials(*parts)
+        return [((v, None), m) for v, m in _merge_out_variants(*parts)
+                if torch.isfinite(v).all()] + [
+            ((out, v), m) for v, m in _merge_lse_variants(*parts)]
+
+    return diagnose(
+        fn, cases, merge_partials, mistakes, what="pair", read=read, shape=True,
+        compare=close_each, explain=_explain_merge,
+        where=[f"With {label}" for label in labels],
+        correct="Correct: with m = max(lse₁, lse₂) (0 where it is −∞), w_i ="
+        " exp(lse_i − m), out = (w₁·out₁ + w₂·out₂) / (w₁ + w₂) and lse = m + log(w₁ +"
+        " w₂): the result over all keys, exactly, and the step chunked attention"
+        " repeats.",
     )
+
+
+def _explain_merge(got, expected, out1, lse1, out2, lse2) -> str:
+    (out, lse), (expected_out, expected_lse) = got, expected
+    if not (torch.isfinite(out).all() and not torch.isnan(lse).any()
+            and not torch.isposinf(lse).any()):
+        if bool((lse1 > 500).any()):
+            return ("your result holds inf or NaN. e^1000 overflows (float32 stops near"
+                    " e^88, float64 near e^709): subtract the larger lse first, w_i ="
+                    " exp(lse_i − max), and lse = max + log(w₁ + w₂).")
+        if bool(torch.isneginf(torch.cat([lse1, lse2])).any()):
+            return (
+                "your result holds NaN or inf. A query with no key at all has lse₁ ="
+                " lse₂ = −∞, so lse_i − max is −∞ − (−∞) = NaN. Where the maximum is"
+                " −∞ use 0 instead (the weights are then e^−∞ = 0), and never divide"
+                " by a total of 0: such a query's output is 0 and its lse −∞."
+            )
+        return "your result holds NaN or inf."
+    if not close(out, expected_out):
+        return ("your out differs from the merged result: for query 0 it is"
+                f" {[round(x, 4) for x in out[0].tolist()]}, expected"
+                f" {[round(x, 4) for x in expected_out[0].tolist()]}.")
+    return (f"your out is right, but your lse differs: for query 0 it is"
+            f" {lse[0, 0].item():.6g}, expected {expected_lse[0, 0].item():.6g}"
+            " = log(e^lse₁ + e^lse₂).")
 
 
 # --- 6. positions processed while generating -----------------------------------------
@@ -758,44 +678,28 @@ _POSITION_VARIANTS = {
 
 @checker
 def check_positions_processed(fn) -> Feedback:
-    """Check ``fn(num_tokens, use_cache) -> int``: how many positions a decoder is fed
-    to generate T tokens greedily, counted by running
-    :func:`~attention_lib.efficient.generate` with a decoder that counts its inputs.
-
-    With the cache: T (one token a step); without: 1 + 2 + ... + T = T(T + 1)/2.
-    Names T², T(T − 1)/2, a forgotten halving, off-by-ones and the two modes
-    swapped.
+    """Check ``fn(num_tokens, use_cache) -> int``: the positions a decoder is fed to
+    generate T tokens, T with the cache and T(T + 1)/2 without, counted by running
+    :func:`~attention_lib.efficient.generate`. Names T², T(T − 1)/2, no halving,
+    off-by-ones and the modes swapped.
 
     Shapes:
         fn: (int T, bool use_cache) -> one number
 
     Taught in ``chapters/06_efficient/05_exercises.ipynb``.
     """
-    for use_cache in (False, True):
-        mode = "use_cache=True" if use_cache else "use_cache=False"
-
-        def explain(answers, expected):
-            bad = next(i for i, (a, e) in enumerate(zip(answers, expected))
-                       if not _same(a, e))
-            return (
-                f"For T = {_POSITION_CASES[bad]}, {mode} you count {answers[bad]:,.0f}"
-                f" positions; generate feeds the decoder {expected[bad]:,.0f}."
-            )
-
-        feedback = diagnose_numbers(
-            fn, [(t, use_cache) for t in _POSITION_CASES], _positions,
-            [(lambda t, c, formula=formula: formula(t), message)
-             for formula, message in _POSITION_VARIANTS[use_cache]],
-            what="number of positions", equal=_same, prefix=f"With {mode}: ",
-            explain=explain, correct="",
-        )
-        if not feedback:
-            return feedback
-    return Feedback.ok(
-        f"Correct: T with the cache, T(T + 1)/2 without: for T = 1000 tokens"
-        f" {1000:,} positions against {1000 * 1001 // 2:,}, (T + 1)/2 ="
-        f" {1001 / 2} times as many."
-    )
+    return all_of((diagnose_numbers(
+        fn, [(t, use_cache) for t in _POSITION_CASES], _positions,
+        [(lambda t, c, formula=formula: formula(t), message)
+         for formula, message in _POSITION_VARIANTS[use_cache]],
+        what="number of positions", equal=_same,
+        prefix=f"With use_cache={use_cache}: ",
+        explain_case=lambda answer, expected, t, use_cache: f"For T = {t},"
+        f" use_cache={use_cache} you count {answer:,.0f} positions; generate feeds the"
+        f" decoder {expected:,.0f}.", correct="") for use_cache in (False, True)),
+        f"Correct: T with the cache, T(T + 1)/2 without: for T = 1000 tokens {1000:,}"
+        f" positions against {1000 * 1001 // 2:,}, (T + 1)/2 = {1001 / 2} times as"
+        " many.")
 
 
 # --- 7. the dilated window with global tokens -----------------------------------------
@@ -847,15 +751,11 @@ def _sparse_variants(length: int, window: int, dilation: int, num_global: int):
 
 @checker
 def check_sparse_mask(fn) -> Feedback:
-    """Check ``fn(n, window, dilation, global_tokens) -> mask``: the (n, n) bool mask
-    of a bidirectional dilated window with g global tokens, against
-    ``AttentionPattern(window=w, dilation=d, global_tokens=g).mask(n)``.
-
-    Query i sees key j if i − j is a multiple of d and |i − j| ≤ d·(w // 2), or if i
-    or j is one of the first g positions. Names the dilation ignored, a window not
-    stretched, a window without holes, the global tokens missing or only as rows or
-    columns, dilation applied to the global tokens, an inverted mask, a mask of
-    numbers and a wrong shape.
+    """Check ``fn(n, window, dilation, global_tokens) -> mask``: the (n, n) bool mask of
+    a dilated window with g global tokens, as ``AttentionPattern(window=w, dilation=d,
+    global_tokens=g).mask(n)``. Names the dilation ignored or misapplied, a window not
+    stretched or without holes, global tokens missing or one-sided, an inverted mask, a
+    mask of numbers and a wrong shape.
 
     Shapes:
         fn: (int n, int w, int d, int g) -> (n, n) bool

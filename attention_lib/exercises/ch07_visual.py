@@ -1,23 +1,7 @@
 """Checkers for chapter 7's exercises: attention over images, channel by channel, pixel
-by pixel and patch by patch.
-
-Each checker runs the reader's function on cases chosen so that the typical mistakes
-give different answers, compares with the library (:mod:`attention_lib.vision`: the
-descriptors, :class:`~attention_lib.vision.ChannelAttention`,
-:class:`~attention_lib.vision.SpatialAttention`, :class:`~attention_lib.vision.CBAM`,
-:func:`~attention_lib.vision.image_to_tokens`; ``F.unfold`` for patches, which
-:class:`~attention_lib.vision.PatchEmbedding`'s convolution equals;
-:func:`~attention_lib.digits.box_mask` for boxes) and, when the answer is wrong,
-recomputes the typical mistakes to name the one made: pooling over the wrong axis (the
-notes' "global pooling" read as pooling over space), the average and the maximum
-swapped, a sigmoid missing or applied to each branch, SE's gate for CBAM's, a grid read
-column by column, a reshape without a permute, patches flattened channels last, biases
-forgotten in a count, argmin for argmax, rows and columns swapped, a box's exclusive
-end taken as inclusive.
-
-The convolution and the MLP handed to the reader's gates carry hooks that record the
-shape of what they were given, so that a gate that fails inside them is told exactly
-which axis it pooled over.
+by pixel and patch by patch, against :mod:`attention_lib.vision`. The modules handed
+to the reader's gates record the shape they are given, so that a gate that fails
+inside them is told which axis it pooled over.
 
 Taught in ``chapters/07_visual/04_exercises.ipynb``.
 """
@@ -41,6 +25,7 @@ from ..vision import (
 )
 from ._feedback import (
     Feedback,
+    all_of,
     checker,
     close,
     diagnose,
@@ -163,26 +148,20 @@ def _spatial_diagnosis(shape, batch, channels, height, width) -> str | None:
                 " the image (that is the channel gate's descriptor)."
             )
         if shape[1:] == (1, height, width):
-            return (
-                f"{given}: you gave it one descriptor. The conv takes two maps, the"
-                " mean and the maximum over channels, concatenated on dim=1."
-            )
+            return (f"{given}: you gave it one descriptor. The conv takes two maps, the"
+                    " mean and the maximum over channels, concatenated on dim=1.")
         if shape[1:] == (channels, height, width):
-            return (
-                f"{given}: you gave it x itself. Pool over the channels first: the"
-                " mean and the maximum at every pixel, concatenated on dim=1."
-            )
+            return (f"{given}: you gave it x itself. Pool over the channels first: the"
+                    " mean and the maximum at every pixel, concatenated on dim=1.")
         if shape[2:] == (height, width):
             return (
                 f"{given}: keep one mean and one maximum over the channels, 2 maps in"
                 " all, whatever C is."
             )
     if len(shape) == 3:
-        return (
-            f"{given}: pooling with dim=1 dropped the channel axis, and cat put the"
-            " two maps side by side. Keep it with keepdim=True, or use"
-            " torch.stack([mean, maximum], dim=1)."
-        )
+        return (f"{given}: pooling with dim=1 dropped the channel axis, and cat put the"
+                " two maps side by side. Keep it with keepdim=True, or use"
+                " torch.stack([mean, maximum], dim=1).")
     return given + "."
 
 
@@ -197,62 +176,62 @@ def _max_hint(error: Feedback) -> Feedback:
 
 @checker
 def check_spatial_gate(fn) -> Feedback:
-    """Check ``fn(x, conv) -> gate``: CBAM's spatial gate
-    M_s = sigmoid(conv([mean over channels; max over channels])), against
-    ``torch.sigmoid(conv(spatial_descriptors(x)))``, which
-    :class:`~attention_lib.vision.SpatialAttention` computes.
-
-    ``conv`` is an ``nn.Conv2d(2, 1, k, padding=k // 2)`` with its own weights; a hook
-    records what the reader's function gives it. Names pooling over space instead of
-    channels, the mean and the maximum swapped, one descriptor only, the sum for the
-    mean, a missing sigmoid, a softmax over pixels, a lost channel axis, and the gated
-    features returned instead of the gate.
+    """Check ``fn(x, conv) -> gate``: CBAM's spatial gate sigmoid(conv([mean; max] over
+    channels)), as :class:`~attention_lib.vision.SpatialAttention`. Names pooling over
+    space, the descriptors swapped, one descriptor, the sum, a missing sigmoid, a
+    softmax over pixels, a lost channel axis, and the gated features.
 
     Shapes:
         fn: (x (B, C, Hgt, W), conv) -> gate (B, 1, Hgt, W)
 
     Taught in ``chapters/07_visual/04_exercises.ipynb``.
     """
-    def where(x, conv):
-        k = conv.kernel_size[0]
-        return f"For x of shape {_shape(x.shape)} and a {k}×{k} conv"
-
-    def diagnosis(x, conv):  # what the conv was given, in the reader's call
-        return next((d for s in conv.seen.shapes
-                     if (d := _spatial_diagnosis(s, *x.shape))), None)
-
-    def explain(got, expected, x, conv):
-        if diagnosis(x, conv) is not None:
-            return diagnosis(x, conv)
-        if got.shape != expected.shape:
-            if got.numel() == expected.numel() and close(
-                    got.reshape(expected.shape), expected):
-                return (
-                    f"the values are right, but the gate has shape {_shape(got.shape)}:"
+    def explain_shape(got, expected):
+        if got.numel() == expected.numel() and close(got.reshape(expected.shape),
+                                                     expected):
+            return (f"the values are right, but the gate has shape {_shape(got.shape)}:"
                     f" keep it (B, 1, Hgt, W) = {_shape(expected.shape)}, so that it"
-                    " broadcasts against x."
-                )
-            return (
-                f"the gate should have shape (B, 1, Hgt, W) = {_shape(expected.shape)},"
-                f" yours has shape {_shape(got.shape)}."
-            )
-        return _finite(got, "gate") or (
-            f"your gate differs; at pixel (0, 0) of image 0 it is"
-            f" {got[0, 0, 0, 0].item():.4f}, expected"
-            f" {expected[0, 0, 0, 0].item():.4f}."
-        )
+                    " broadcasts against x.")
+        return (f"the gate should have shape (B, 1, Hgt, W) = {_shape(expected.shape)},"
+                f" yours has shape {_shape(got.shape)}.")
 
-    return diagnose(
+    return _check_gate(
         fn, [_spatial_case(*case, seed) for seed, case in enumerate(_SPATIAL_CASES)],
         lambda x, conv: torch.sigmoid(conv(spatial_descriptors(x))),  # (B, 1, Hgt, W)
-        _spatial_variants, what="gate", where=where, explain=explain,
-        hint=lambda error, x, conv: _raised(_max_hint(error), diagnosis(x, conv),
-                                            where(x, conv)),
+        _spatial_variants, _spatial_diagnosis, explain_shape,
+        where=lambda x, conv: f"For x of shape {_shape(x.shape)} and a"
+        f" {conv.kernel_size[0]}×{conv.kernel_size[0]} conv",
+        differs=lambda got, expected: "your gate differs; at pixel (0, 0) of image 0"
+        f" it is {got[0, 0, 0, 0].item():.4f}, expected"
+        f" {expected[0, 0, 0, 0].item():.4f}.",
         correct="Correct: torch.sigmoid(conv(torch.cat([x.mean(dim=1, keepdim=True),"
         " x.amax(dim=1, keepdim=True)], dim=1))), one weight in (0, 1) per pixel,"
         " shared by all C channels. The pooling is over the channel axis: over the"
         " image it would leave no map to weigh.",
     )
+
+
+def _check_gate(fn, cases, reference, variants, diagnose_shape, explain_shape, *,
+                where, differs, correct, read=None) -> Feedback:
+    """:func:`diagnose` for a gate on (x, module): ``module.seen`` holds the shapes the
+    reader's call gave it, ``diagnose_shape(shape, *x.shape)`` words a wrong one;
+    ``explain_shape`` a gate of the wrong shape, ``differs`` wrong values."""
+    def diagnosis(x, module):  # what the module was given, in the reader's call
+        return next((d for s in module.seen.shapes
+                     if (d := diagnose_shape(s, *x.shape))), None)
+
+    def explain(got, expected, x, module):
+        if diagnosis(x, module) is not None:
+            return diagnosis(x, module)
+        if got.shape != expected.shape:
+            return explain_shape(got, expected)
+        return _finite(got, "gate") or differs(got, expected)
+
+    return diagnose(
+        fn, cases, reference, variants, what="gate", where=where, read=read,
+        explain=explain, correct=correct,
+        hint=lambda error, x, module: _raised(_max_hint(error), diagnosis(x, module),
+                                              where(x, module)))
 
 
 # --- 2. CBAM's channel gate -----------------------------------------------------------
@@ -268,10 +247,8 @@ def _channel_case(batch, channels, height, width, reduction, seed):
     x = torch.randn(batch, channels, height, width, generator=gen)
     x = x + torch.randn(1, channels, 1, 1, generator=gen)  # (B, C, Hgt, W)
     hidden = max(1, channels // reduction)
-    mlp = nn.Sequential(
-        nn.utils.skip_init(nn.Linear, channels, hidden), nn.ReLU(),
-        nn.utils.skip_init(nn.Linear, hidden, channels),
-    )
+    mlp = nn.Sequential(nn.utils.skip_init(nn.Linear, channels, hidden), nn.ReLU(),
+                        nn.utils.skip_init(nn.Linear, hidden, channels))
     with torch.no_grad():
         for layer in (mlp[0], mlp[2]):
             layer.weight.copy_(torch.randn(layer.weight.shape, generator=gen) * 0.6)
@@ -334,45 +311,31 @@ def _channel_diagnosis(shape, batch, channels, height, width) -> str | None:
         return None
     given = f"the MLP was given a tensor of shape {_shape(shape)}, not (B, C)"
     if shape in ((batch, height, width), (batch, 1, height, width)):
-        return (
-            f"{given}: you pooled over the channels, which gives a map (the spatial"
-            " gate's descriptor). The channel gate needs one number per channel:"
-            " pool over space, x.mean(dim=(2, 3)) and x.amax(dim=(2, 3))."
-        )
+        return (f"{given}: you pooled over the channels, which gives a map (the spatial"
+                " gate's descriptor). The channel gate needs one number per channel:"
+                " pool over space, x.mean(dim=(2, 3)) and x.amax(dim=(2, 3)).")
     if shape in ((batch, channels, 1, 1),):
-        return (
-            f"{given}: nn.Linear acts on the last axis. Pool without keepdim,"
-            " x.mean(dim=(2, 3)), or flatten the (B, C, 1, 1) descriptor with"
-            " .flatten(1)."
-        )
+        return (f"{given}: nn.Linear acts on the last axis. Pool without keepdim,"
+                " x.mean(dim=(2, 3)), or flatten the (B, C, 1, 1) descriptor with"
+                " .flatten(1).")
     if shape == (batch, channels, height, width):
         return f"{given}: you gave it x itself. Pool over space first."
     if shape[:2] == (batch, channels) and len(shape) in (3, 4):
-        return (
-            f"{given}: you pooled over one spatial axis only. Pool over both,"
-            " dim=(2, 3), to one number per channel."
-        )
+        return (f"{given}: you pooled over one spatial axis only. Pool over both,"
+                " dim=(2, 3), to one number per channel.")
     if shape == (batch, 2 * channels):
-        return (
-            f"{given}: you concatenated the two descriptors. The MLP takes C"
-            " features: pass each descriptor through it, then add the outputs."
-        )
+        return (f"{given}: you concatenated the two descriptors. The MLP takes C"
+                " features: pass each descriptor through it, then add the outputs.")
     return given + "."
 
 
 @checker
 def check_channel_gate(fn) -> Feedback:
-    """Check ``fn(x, mlp) -> gate``: CBAM's channel gate
-    M_c = sigmoid(mlp(avg) + mlp(max)), one shared MLP on the average- and max-pooled
-    descriptors (pooled over space), against
-    :class:`~attention_lib.vision.ChannelAttention` (``pooling="avg+max"``) with the
-    same MLP.
-
-    ``mlp`` is ``nn.Sequential(Linear(C, C // r), ReLU, Linear(C // r, C))``; a hook
-    records what it is given. Names a sigmoid on each branch, SE's average-only gate,
-    the max only, the descriptors added or averaged before the MLP, a missing sigmoid,
-    a softmax over channels, the sum for the mean, pooling over channels instead of
-    space, a (B, C, 1, 1) descriptor fed to the MLP, and the gated features returned.
+    """Check ``fn(x, mlp) -> gate``: CBAM's channel gate sigmoid(mlp(avg) + mlp(max)),
+    pooled over space, as :class:`~attention_lib.vision.ChannelAttention`
+    (``pooling="avg+max"``). Names a sigmoid per branch, SE's gate, the max only,
+    descriptors mixed before the MLP, a missing sigmoid, a softmax, the sum, pooling
+    over channels, a (B, C, 1, 1) descriptor, and the gated features.
 
     Shapes:
         fn: (x (B, C, Hgt, W), mlp) -> gate (B, C) (or (B, C, 1, 1))
@@ -382,39 +345,23 @@ def check_channel_gate(fn) -> Feedback:
     cases = [_channel_case(*case, seed) for seed, case in enumerate(_CHANNEL_CASES)]
     reduction = {id(mlp): case[-1] for (_, mlp), case in zip(cases, _CHANNEL_CASES)}
 
-    def where(x, mlp):
-        return f"For x of shape {_shape(x.shape)} and r = {reduction[id(mlp)]}"
-
-    def diagnosis(x, mlp):  # what the MLP was given, in the reader's call
-        return next((d for s in mlp.seen.shapes
-                     if (d := _channel_diagnosis(s, *x.shape))), None)
-
     def read(got, x, mlp):
         got, error = read_tensor(got, "gate")
         if error is None and got.shape == x.shape[:2] + (1, 1):
             got = got.reshape(x.shape[:2])  # the gate shaped to broadcast: fine
         return got, error
 
-    def explain(got, expected, x, mlp):
-        if diagnosis(x, mlp) is not None:
-            return diagnosis(x, mlp)
-        if got.shape != expected.shape:
-            return (
-                f"the gate should have shape (B, C) = {_shape(expected.shape)}, yours"
-                f" has shape {_shape(got.shape)}."
-            )
-        return _finite(got, "gate") or (
-            f"your gate differs; for image 0 it is"
-            f" {[round(v, 4) for v in got[0, :4].tolist()]}..., expected"
-            f" {[round(v, 4) for v in expected[0, :4].tolist()]}..."
-        )
-
-    return diagnose(
+    return _check_gate(
         fn, cases, lambda x, mlp: _library_gate(x, mlp, reduction[id(mlp)], "avg+max"),
-        lambda x, mlp: _channel_variants(x, mlp, reduction[id(mlp)]), what="gate",
-        where=where, read=read, explain=explain,
-        hint=lambda error, x, mlp: _raised(_max_hint(error), diagnosis(x, mlp),
-                                           where(x, mlp)),
+        lambda x, mlp: _channel_variants(x, mlp, reduction[id(mlp)]),
+        _channel_diagnosis,
+        lambda got, expected: f"the gate should have shape (B, C) ="
+        f" {_shape(expected.shape)}, yours has shape {_shape(got.shape)}.", read=read,
+        where=lambda x, mlp: f"For x of shape {_shape(x.shape)} and r ="
+        f" {reduction[id(mlp)]}",
+        differs=lambda got, expected: "your gate differs; for image 0 it is"
+        f" {[round(v, 4) for v in got[0, :4].tolist()]}..., expected"
+        f" {[round(v, 4) for v in expected[0, :4].tolist()]}...",
         correct="Correct: torch.sigmoid(mlp(x.mean(dim=(2, 3))) + mlp(x.amax(dim=(2,"
         " 3)))), one weight in (0, 1) per channel, shared by all pixels. One MLP serves"
         " both descriptors, so CBAM's channel gate has exactly SE's parameters.",
@@ -528,48 +475,29 @@ def _same(answer: float, expected: float) -> bool:
 
 @checker
 def check_gate_parameters(fn) -> Feedback:
-    """Check ``fn(gate, channels, reduction, kernel_size) -> int``: the parameters a
-    gate adds to a stage of C channels, for ``gate`` in "se", "channel", "spatial" and
-    "cbam", counted from the library's modules.
-
-    SE and CBAM's channel gate: one MLP C → h → C with h = max(1, C // r), 2·C·h + h + C
-    with its biases; the spatial gate: a k × k conv from 2 maps to 1, 2·k² + 1; CBAM:
-    both. Cases where r divides C, where it does not and where C < r name forgotten
-    biases, C / r as a real number, a hidden layer of 0, two MLPs, a conv over C
-    channels, the conv's bias, k for k², and one gate's count for another's.
+    """Check ``fn(gate, channels, reduction, kernel_size) -> int``: the parameters that
+    ``gate`` ("se", "channel", "spatial", "cbam") adds to C channels, counted from the
+    library's modules. Names forgotten biases, C / r unrounded, a hidden layer of 0, two
+    MLPs, a conv over C channels, the conv's bias, k for k², and another gate's count.
 
     Shapes:
         fn: (str gate, int C, int r, int k) -> one number
 
     Taught in ``chapters/07_visual/04_exercises.ipynb``.
     """
-    for gate in GATES:
-        def explain(answers, expected, gate=gate):
-            bad = next(i for i, (a, e) in enumerate(zip(answers, expected))
-                       if not _same(a, e))
-            c, r, k = _PARAM_CASES[bad]
-            return (
-                f'For gate="{gate}", C = {c}, r = {r}, k = {k} you count'
-                f" {answers[bad]:,.6g} parameters; the library's gate has"
-                f" {expected[bad]:,.0f}."
-            )
-
-        feedback = diagnose_numbers(
-            fn, [(gate, *case) for case in _PARAM_CASES], _gate_parameters,
-            [(lambda gate, c, r, k, formula=formula: formula(c, r, k), message)
-             for formula, message in _param_variants(gate)],
-            what="number of parameters", equal=_same, prefix=f'For gate="{gate}": ',
-            explain=explain, correct="",
-        )
-        if not feedback:
-            return feedback
-    return Feedback.ok(
+    return all_of((diagnose_numbers(
+        fn, [(gate, *case) for case in _PARAM_CASES], _gate_parameters,
+        [(lambda gate, c, r, k, formula=formula: formula(c, r, k), message)
+         for formula, message in _param_variants(gate)],
+        what="number of parameters", equal=_same, prefix=f'For gate="{gate}": ',
+        explain_case=lambda answer, expected, gate, c, r, k: f'For gate="{gate}", C ='
+        f" {c}, r = {r}, k = {k} you count {answer:,.6g} parameters; the library's gate"
+        f" has {expected:,.0f}.", correct="") for gate in GATES),
         "Correct: SE and CBAM's channel gate 2·C·h + h + C with h = max(1, C // r)"
         f" ({_gate_parameters('se', 64, 16, 7):,} for C = 64, r = 16), the spatial gate"
         f" 2·k² + 1 ({_gate_parameters('spatial', 64, 16, 7)} for k = 7, whatever C"
         " is), CBAM their sum. A 3 × 3 conv from 64 channels to 64 has"
-        f" {64 * 64 * 9 + 64:,}: the gates are cheap."
-    )
+        f" {64 * 64 * 9 + 64:,}: the gates are cheap.")
 
 
 # --- 4. a feature grid as tokens ------------------------------------------------------
@@ -612,14 +540,10 @@ def _token_variants(x: Tensor) -> list:
 
 @checker
 def check_image_to_tokens(fn) -> Feedback:
-    """Check ``fn(features) -> tokens``: a (B, C, Hgt, W) grid as (B, Hgt·W, C)
-    tokens in row-major order (token = row·W + col), against
-    :func:`~attention_lib.vision.image_to_tokens`.
-
-    The features' values code their origin (1000·b + 100·c + 10·row + col), so that
-    a wrong token is described. Names a reshape without a permute (right shape,
-    scrambled values), column-major order, channels first, an unflattened grid and
-    sequence first.
+    """Check ``fn(features) -> tokens``: a (B, C, Hgt, W) grid as (B, Hgt·W, C) tokens
+    in row-major order, as :func:`~attention_lib.vision.image_to_tokens`; values code
+    their origin. Names a reshape without a permute, column-major order, channels first,
+    an unflattened grid and sequence first.
 
     Shapes:
         fn: features (B, C, Hgt, W) -> tokens (B, Hgt·W, C)
@@ -628,10 +552,8 @@ def check_image_to_tokens(fn) -> Feedback:
     """
     def explain(got, expected, x):
         if got.shape != expected.shape:
-            return (
-                "the tokens should have shape (B, Hgt·W, C) ="
-                f" {_shape(expected.shape)}, yours have shape {_shape(got.shape)}."
-            )
+            return ("the tokens should have shape (B, Hgt·W, C) ="
+                    f" {_shape(expected.shape)}, yours have shape {_shape(got.shape)}.")
         t = next(i for i in range(expected.shape[1])
                  if not close(got[:, i], expected[:, i]))
         width = x.shape[3]
@@ -706,15 +628,10 @@ def _patch_variants(x: Tensor, p: int) -> list:
 
 @checker
 def check_patchify(fn) -> Feedback:
-    """Check ``fn(images, patch_size) -> patches``: p × p patches, in row-major order,
-    each flattened in the order (C, p, p), against
-    ``F.unfold(images, p, stride=p).transpose(1, 2)``, which a Linear layer turns into
-    :class:`~attention_lib.vision.PatchEmbedding`'s output.
-
-    The images' values code their origin (1000·b + 100·c + 10·row + col). Names
-    column-major patch order, channels last or column by column inside a patch, a
-    plain reshape, unfold without the transpose, an unflattened grid and unflattened
-    patches.
+    """Check ``fn(images, patch_size) -> patches``: row-major p × p patches flattened as
+    (C, p, p), as ``F.unfold(images, p, stride=p).transpose(1, 2)``; values code their
+    origin. Names column-major order, channels last or columns first in a patch, a plain
+    reshape, no transpose, and unflattened grids or patches.
 
     Shapes:
         fn: (images (B, C, Hgt, W), int p) -> patches (B, P, C·p·p), P = (Hgt/p)·(W/p)
@@ -723,11 +640,9 @@ def check_patchify(fn) -> Feedback:
     """
     def explain(got, expected, x, p):
         if got.shape != expected.shape:
-            return (
-                "the patches should have shape (B, P, C·p·p) ="
-                f" {_shape(expected.shape)}, P = (Hgt/p)·(W/p) patches that do not"
-                f" overlap; yours have shape {_shape(got.shape)}."
-            )
+            return ("the patches should have shape (B, P, C·p·p) ="
+                    f" {_shape(expected.shape)}, P = (Hgt/p)·(W/p) patches that do not"
+                    f" overlap; yours have shape {_shape(got.shape)}.")
         n = next(i for i in range(expected.shape[1])
                  if not close(got[:, i], expected[:, i]))
         gw = x.shape[3] // p
@@ -847,14 +762,11 @@ def _pointing_variants(weights: Tensor, boxes: Tensor) -> list:
 
 @checker
 def check_pointing_accuracy(fn) -> Feedback:
-    """Check ``fn(weights, boxes) -> share``: the share of attention maps whose largest
-    weight lies inside their box, boxes (top, left, bottom, right) with exclusive
-    bottom and right, against :func:`~attention_lib.digits.box_mask`.
-
-    Peaks are placed inside, just past the exclusive ends, and anywhere, on grids that
-    are not square. Names argmin, rows and columns swapped (in the index or in the
-    boxes), an index unravelled with the height, inclusive ends, the share of misses,
-    a percentage, a count and the attention mass in the box.
+    """Check ``fn(weights, boxes) -> share``: the share of maps whose largest weight
+    lies in their box (top, left, bottom, right; exclusive ends), as
+    :func:`~attention_lib.digits.box_mask`. Names argmin, rows and columns swapped, an
+    index unravelled with the height, inclusive ends, misses, a percentage, a count and
+    the mass in the box.
 
     Shapes:
         fn: (weights (N, Hgt, W), boxes (N, 4) long) -> one number
