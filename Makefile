@@ -51,7 +51,7 @@ serve: book
 # Every check: library tests, the site in a real browser, and every notebook re-run by nbval
 # (outputs the code determines compared exactly; trained and timed results checked by their claims).
 test: system-test book
-	$(PY) -m pytest tests chapters $(NBVAL) -rs
+	$(PY) -m pytest tests chapters $(NBVAL) -rs --durations=40
 
 # Library tests only (no notebooks, no browser): seconds, for the edit-test loop.
 test-fast: $(STAMP)

@@ -103,11 +103,13 @@ from .measure import (
     hardware,
     matmul_rate,
     native_bfloat16,
+    seconds_per_call,
     synchronize,
 )
 from .seq2seq import EncoderDecoder, Seq2SeqDecoder, Seq2SeqEncoder
 from .training import (
     History,
+    TimeBudget,
     autocast,
     choose_device,
     evaluate_accuracy,

@@ -333,3 +333,21 @@ def checked_by(check):
         return checked
 
     return decorate
+
+
+def check_sequence(name: str, x, embed_dim: int) -> None:
+    """x of shape (B, L, D), floating, with D = embed_dim."""
+    check_float(name, x, f"(B, L, {embed_dim}) (embed_dim={embed_dim})", 3,
+                size=embed_dim)
+
+
+def check_memory(x: Tensor, enc_outputs, src_valid_lens, embed_dim: int) -> None:
+    """The encoder's outputs (B, Lk, D) for a decoder input x (B, Lq, D)."""
+    check_sequence("enc_outputs", enc_outputs, embed_dim)
+    if enc_outputs.shape[0] != x.shape[0]:
+        raise ValueError(
+            f"enc_outputs must have the batch size of x, B={x.shape[0]}, got shape"
+            f" {tuple(enc_outputs.shape)}"
+        )
+    if src_valid_lens is not None:
+        check_src_lengths(enc_outputs, src_valid_lens)

@@ -80,7 +80,7 @@ class AttentionLMConfig(_Settings):
 
     ``num_steps`` (tokens per sentence, ``<bos>`` included: the longest input),
     ``min_freq`` and ``max_train`` go to :func:`~attention_lib.data.load_fra_eng`,
-    whose English sides, without repeats, are the training sentences; ``embed_size``
+    whose English sides, without repeats, are the training sentences; ``embed_dim``
     (D), ``num_heads`` (H) and ``num_layers`` size the model (attention only, no
     feed-forward layer); ``train_steps`` minibatches of ``batch_size`` sentences drawn
     at random, AdamW with peak learning rate ``lr`` and ``weight_decay`` on a
@@ -89,7 +89,7 @@ class AttentionLMConfig(_Settings):
 
     Shapes:
         a batch: tokens (batch_size, L) with L <= num_steps; embeddings (..,
-        embed_size); each layer's weights (batch_size, num_heads, L, L)
+        embed_dim); each layer's weights (batch_size, num_heads, L, L)
 
     Taught in ``chapters/04_self_attention/02_multihead_attention.ipynb``.
     """
@@ -97,7 +97,7 @@ class AttentionLMConfig(_Settings):
     num_steps: int = 12
     min_freq: int = 5
     max_train: int = 20_000
-    embed_size: int = 64
+    embed_dim: int = 64
     num_heads: int = 4
     num_layers: int = 2
     train_steps: int = 1000
@@ -124,7 +124,9 @@ class TransformerConfig(_Settings):
     ``batch_size``, AdamW with ``lr``, ``betas`` and ``weight_decay``, the rate warmed
     up linearly over ``warmup_steps`` updates and then held, ``label_smoothing`` on the
     training loss; held-out BLEU measured every ``checkpoint_every`` batches.
-    ``with_(**changes)`` returns a copy with some settings changed.
+    ``build``, ``optimizer`` and ``schedule`` make the model, the optimiser and the
+    schedule these settings describe; ``with_(**changes)`` returns a copy with some
+    settings changed.
 
     Shapes:
         a batch: src (batch_size, num_steps); embeddings (.., embed_dim); attention
@@ -167,6 +169,30 @@ class TransformerConfig(_Settings):
                      dropout=self.dropout, norm_first=self.norm_first, max_len=max_len)
         return EncoderDecoder(TransformerEncoder(src_vocab_size, **sizes),
                               TransformerDecoder(tgt_vocab_size, **sizes))
+
+    def optimizer(self, params):
+        """AdamW over ``params`` at ``lr`` with ``betas`` and ``weight_decay``: for
+        :func:`~attention_lib.training.train_seq2seq`'s ``optimizer`` argument.
+
+        Shapes:
+            params: an iterable of parameters; returns: ``torch.optim.AdamW``
+        """
+        import torch
+
+        return torch.optim.AdamW(params, lr=self.lr, betas=self.betas,
+                                 weight_decay=self.weight_decay)
+
+    def schedule(self, optimizer):
+        """The rate warmed up linearly over ``warmup_steps`` updates, then held
+        (:func:`~attention_lib.transformer.warmup_schedule` without a width): for
+        :func:`~attention_lib.training.train_seq2seq`'s ``schedule`` argument.
+
+        Shapes:
+            optimizer: a ``torch.optim.Optimizer``; returns: ``LambdaLR``
+        """
+        from .transformer import warmup_schedule
+
+        return warmup_schedule(optimizer, None, self.warmup_steps)
 
 
 #: Chapter 5's race: a small pre-norm Transformer, no dropout (the budget is two minutes

@@ -16,7 +16,6 @@ Taught in ``chapters/05_transformer/02_training.ipynb``.
 from __future__ import annotations
 
 import ctypes
-import math
 import sys
 import time
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ __all__ = [
     "native_bfloat16",
     "by_device",
     "synchronize",
+    "seconds_per_call",
     "best_seconds",
     "matmul_size",
     "matmul_rate",
@@ -160,37 +160,49 @@ def synchronize(device: torch.device | str) -> None:
         torch.mps.synchronize()
 
 
+def seconds_per_call(
+    fn: Callable[[], object],
+    device: torch.device | str = "cpu",
+    min_seconds: float = 0.05,
+) -> float:
+    """Seconds per call of ``fn()``, measured once: the call is repeated until
+    ``min_seconds`` have passed (a long call runs once; ``min_seconds=0``: exactly
+    once), then the time is divided by the calls. On a GPU the device is synchronised
+    before the clock is read. No warm-up: the caller decides.
+
+    Shapes:
+        returns: float, seconds
+
+    Taught in ``chapters/02_attention/04_vectorised_attention.ipynb``.
+    """
+    device = torch.device(device)
+    calls, started = 0, time.perf_counter()
+    while True:
+        fn()
+        synchronize(device)  # GPU calls return before the work is done
+        calls += 1
+        elapsed = time.perf_counter() - started
+        if elapsed >= min_seconds:
+            return elapsed / calls
+
+
 def best_seconds(
     fn: Callable[[], object],
     device: torch.device | str = "cpu",
     repeats: int = 3,
     min_seconds: float = 0.05,
 ) -> float:
-    """Seconds per call of ``fn()``: after one warm-up call, ``repeats`` measurements,
-    each repeating the call until ``min_seconds`` have passed (a long call runs once)
-    and dividing; the fastest measurement is returned, the one least disturbed by
-    other work. On a GPU the device is synchronised before the clock is read.
+    """Seconds per call of ``fn()``: after one warm-up call, the fastest of ``repeats``
+    measurements by :func:`seconds_per_call`, the one least disturbed by other work.
 
     Shapes:
         returns: float, seconds
 
     Taught in ``chapters/05_transformer/02_training.ipynb``.
     """
-    device = torch.device(device)
     fn()
     synchronize(device)
-    best = math.inf
-    for _ in range(repeats):
-        calls, started = 0, time.perf_counter()
-        while True:
-            fn()
-            synchronize(device)
-            calls += 1
-            elapsed = time.perf_counter() - started
-            if elapsed >= min_seconds:
-                break
-        best = min(best, elapsed / calls)
-    return best
+    return min(seconds_per_call(fn, device, min_seconds) for _ in range(repeats))
 
 
 def matmul_size(device: torch.device | str, dtype: torch.dtype) -> int:

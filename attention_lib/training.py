@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
+from functools import partial
 from typing import Callable, Iterable
 
 import numpy as np
@@ -26,6 +27,7 @@ __all__ = [
     "set_seed",
     "sequence_loss",
     "History",
+    "TimeBudget",
     "train_seq2seq",
     "evaluate_loss",
     "train_classifier",
@@ -142,6 +144,39 @@ def _end_bar_early(bar) -> None:
     bar.refresh()
 
 
+class TimeBudget:
+    """A race against the clock, as :func:`train_seq2seq`'s ``callback``: training
+    stops once it has used ``max_seconds`` (None: no limit; the batch under way is
+    finished), and ``checkpoint(batches_done, training_seconds)`` is called every
+    ``every`` batches and once at the end, e.g. to measure BLEU. The time spent in
+    ``checkpoint`` is not training time.
+
+    Shapes:
+        none
+
+    Taught in ``chapters/05_transformer/02_training.ipynb``.
+    """
+
+    def __init__(
+        self,
+        max_seconds: float | None = None,
+        checkpoint: Callable[[int, float], None] | None = None,
+        every: int = 0,
+    ):
+        self.max_seconds, self.checkpoint, self.every = max_seconds, checkpoint, every
+
+    def __call__(self, batches: int, seconds: float, done: bool = False) -> str | None:
+        if self.checkpoint is not None and (
+            done or (self.every and batches % self.every == 0
+                     and not self._out_of_time(seconds))
+        ):
+            self.checkpoint(batches, seconds)
+        return None if done or not self._out_of_time(seconds) else "time budget"
+
+    def _out_of_time(self, seconds: float) -> bool:
+        return self.max_seconds is not None and seconds >= self.max_seconds
+
+
 def train_seq2seq(
     model: nn.Module,
     loader,
@@ -156,9 +191,7 @@ def train_seq2seq(
     schedule: Callable[[torch.optim.Optimizer], LRScheduler] | None = None,
     label_smoothing: float = 0.0,
     precision: str = "float32",
-    max_seconds: float | None = None,
-    checkpoint: Callable[[int, float], None] | None = None,
-    checkpoint_every: int = 0,
+    callback: Callable[..., str | None] | None = None,
 ) -> History:
     """Train an :class:`~attention_lib.seq2seq.EncoderDecoder` with teacher forcing.
 
@@ -168,14 +201,15 @@ def train_seq2seq(
     the optimiser and returns a learning-rate scheduler, stepped after every batch (a
     Transformer's warm-up is one). ``label_smoothing`` applies to the training loss
     only (the validation loss stays plain cross-entropy, comparable between runs).
-    Gradient-norm clipping at ``grad_clip``, one
-    progress bar over all batches. ``precision`` is :func:`autocast`'s (``"auto"``:
-    bfloat16 where the device has it natively).
+    Gradient-norm clipping at ``grad_clip``, one progress bar over all batches.
+    ``precision`` is :func:`autocast`'s (``"auto"``: bfloat16 where the device has it
+    natively).
 
-    A race against the clock: training stops once it has used ``max_seconds`` (it
-    finishes the batch it is on); every ``checkpoint_every`` batches, and at the end,
-    ``checkpoint(batches_done, training_seconds)`` is called, e.g. to measure BLEU. The
-    time spent in ``checkpoint`` (and in the validation loss) is not training time.
+    ``callback(batches_done, training_seconds, done=False)``, if given, is called
+    after every batch; a string it returns stops training, and is shown on the bar as
+    the reason. It is called once more with ``done=True`` when training ends. Time
+    spent in it (and in the validation loss) is not training time. A
+    :class:`TimeBudget` stops at a time limit and measures checkpoints.
 
     Returns the loss history: the mean training loss per token for each epoch
     (``"train"``; a last, cut-short epoch counts too) and, when a ``val_loader`` is
@@ -193,27 +227,22 @@ def train_seq2seq(
         raise ValueError(f"num_epochs must be at least 1, got {num_epochs}")
     device = device or choose_device()
     model.to(device)
-    if optimizer is None:
-        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    else:
-        optimizer = optimizer(model.parameters())
+    optimizer = (optimizer or partial(torch.optim.Adam, lr=lr))(model.parameters())
     scheduler = None if schedule is None else schedule(optimizer)
-    history = History(train=[])
-    if val_loader is not None:
-        history["val"] = []
+    history = History(train=[], **({} if val_loader is None else {"val": []}))
     # At most about 100 refreshes per bar, however long the run: each refresh of the bar
     # in Jupyter is a few kernel messages, and a runner that reads them only after a
     # long cell (nbval) loses some when thousands pile up.
     total_batches = num_epochs * len(loader)
     bar = tqdm(total=total_batches, desc="training", unit="batch", disable=not progress,
                miniters=max(1, total_batches // 100))
-    seconds, batches, all_tokens = 0.0, 0, 0
     precision_context = autocast(device, precision)  # decided once, entered per batch
+    stop = None
     for epoch in range(num_epochs):
-        model.train()
         total, tokens = 0.0, 0
         started = time.perf_counter()
         for batch in loader:
+            model.train()  # (a callback may have evaluated the model)
             src, src_valid_lens, tgt_input, tgt_output, _ = (
                 t.to(device) for t in batch
             )
@@ -232,41 +261,30 @@ def train_seq2seq(
                 scheduler.step()
             n = int((tgt_output != pad).sum())
             total, tokens = total + loss.item() * n, tokens + n
-            batches += 1
+            history.batches += 1
             bar.update(1)
             bar.set_postfix(
                 epoch=epoch + 1, loss=f"{total / tokens:.3f}", refresh=False
             )  # shown at the next refresh
-            # 3. The clock: checkpoints and the validation loss are not training time.
-            out_of_time = (
-                max_seconds is not None
-                and seconds + time.perf_counter() - started >= max_seconds
-            )
-            if checkpoint is not None and checkpoint_every and (
-                batches % checkpoint_every == 0 and not out_of_time
-            ):
-                seconds += time.perf_counter() - started
-                checkpoint(batches, seconds)
-                model.train()
-                started = time.perf_counter()
-            if out_of_time:
-                # Stopped by the clock, not cut short by an error: the bar ends full.
-                _end_bar_early(bar)
+            # 3. The callback, off the clock; it may stop training.
+            history.seconds += time.perf_counter() - started
+            stop = callback and callback(history.batches, history.seconds)
+            started = time.perf_counter()
+            if stop:
+                _end_bar_early(bar)  # stopped on purpose, not by an error: drawn full
                 bar.set_postfix(epoch=epoch + 1, loss=f"{total / tokens:.3f}",
-                                stopped="time budget")
+                                stopped=stop)
                 break
-        seconds += time.perf_counter() - started
-        all_tokens += tokens
+        history.seconds += time.perf_counter() - started
+        history.tokens += tokens
         history["train"].append(total / tokens)
         if val_loader is not None:
             history["val"].append(evaluate_loss(model, val_loader, pad, device))
-        if out_of_time:
+        if stop:
             break
     bar.close()
-    if checkpoint is not None:
-        checkpoint(batches, seconds)
-    history.seconds, history.batches, history.tokens = seconds, batches, all_tokens
-    bar.close()
+    if callback is not None:
+        callback(history.batches, history.seconds, done=True)
     return history
 
 

@@ -44,9 +44,10 @@ from torch.nn import functional as F
 from torch.optim.lr_scheduler import LambdaLR
 
 from ._checks import (
-    check_float,
     check_int,
+    check_memory,
     check_probability,
+    check_sequence,
     check_src_lengths,
     check_tokens,
     describe,
@@ -70,24 +71,6 @@ __all__ = [
 ]
 
 _ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {"relu": F.relu, "gelu": F.gelu}
-
-
-def _check_sequence(name: str, x, embed_dim: int) -> None:
-    """x of shape (B, L, D), floating, with D = embed_dim."""
-    check_float(name, x, f"(B, L, {embed_dim}) (embed_dim={embed_dim})", 3,
-                size=embed_dim)
-
-
-def _check_memory(x: Tensor, enc_outputs, src_valid_lens, embed_dim: int) -> None:
-    """The encoder's outputs (B, Lk, D) for a decoder input x (B, Lq, D)."""
-    _check_sequence("enc_outputs", enc_outputs, embed_dim)
-    if enc_outputs.shape[0] != x.shape[0]:
-        raise ValueError(
-            f"enc_outputs must have the batch size of x, B={x.shape[0]}, got shape"
-            f" {tuple(enc_outputs.shape)}"
-        )
-    if src_valid_lens is not None:
-        check_src_lengths(enc_outputs, src_valid_lens)
 
 
 # --- the two sublayer wrappers -------------------------------------------------------
@@ -218,7 +201,7 @@ class TransformerEncoderBlock(nn.Module):
     def forward(
         self, x: Tensor, valid_lens: Tensor | None = None, *, need_weights: bool = False
     ) -> Tensor:
-        _check_sequence("x", x, self.embed_dim)
+        check_sequence("x", x, self.embed_dim)
         if valid_lens is not None:
             check_src_lengths(x, valid_lens)
         mask = head_mask(x.shape[:2] + x.shape[1:2], valid_lens, None)  # (B, 1, 1, L)
@@ -299,8 +282,8 @@ class TransformerDecoderBlock(nn.Module):
         *,
         need_weights: bool = False,
     ) -> tuple[Tensor, KVCache]:
-        _check_sequence("x", x, self.embed_dim)
-        _check_memory(x, enc_outputs, src_valid_lens, self.embed_dim)
+        check_sequence("x", x, self.embed_dim)
+        check_memory(x, enc_outputs, src_valid_lens, self.embed_dim)
         if cache is None:
             cache = self.self_attention.empty_cache(x.shape[0], x)
         self.self_attention.check_inputs(x, x, x, cache=cache)
@@ -569,7 +552,7 @@ class TransformerDecoder(_Stack):
     def init_state(
         self, enc_outputs: Tensor, src_valid_lens: Tensor | None = None
     ) -> TransformerState:
-        _check_sequence("enc_outputs", enc_outputs, self.embed_dim)
+        check_sequence("enc_outputs", enc_outputs, self.embed_dim)
         if src_valid_lens is not None:
             check_src_lengths(enc_outputs, src_valid_lens)
         batch_size = enc_outputs.shape[0]
@@ -601,8 +584,10 @@ class TransformerDecoder(_Stack):
         # 1. Embed the new tokens at their positions t, ..., t + Lq − 1.
         x = self.embed(tgt_input, offset=num_steps)  # (B, Lq, D)
         # 2. One pair of masks for every layer: the causal one over the cache and the
-        # new positions, and the source's padding.
-        causal = causal_mask(x.shape[1], num_steps + x.shape[1], x.device)
+        # new positions (none for one new position, which may see them all), and the
+        # source's padding.
+        causal = None if x.shape[1] == 1 else causal_mask(
+            x.shape[1], num_steps + x.shape[1], x.device)
         src_mask = head_mask(x.shape[:2] + enc_outputs.shape[1:2], src_valid_lens,
                              None)  # (B, 1, 1, Lk) or None
         # 3. Every block reads its cache and returns it grown by the new positions.
@@ -655,10 +640,14 @@ def warmup_rate(step: int, embed_dim: int, warmup_steps: int) -> float:
     return embed_dim**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
-def warmup_schedule(optimizer, embed_dim: int, warmup_steps: int = 4000) -> LambdaLR:
+def warmup_schedule(optimizer, embed_dim: int | None, warmup_steps: int = 4000
+                    ) -> LambdaLR:
     """A ``LambdaLR`` that multiplies the optimiser's learning rate by
     :func:`warmup_rate`; give the optimiser ``lr=1.0`` to get the paper's rate (the
-    paper uses Adam with betas (0.9, 0.98) and eps 1e-9).
+    paper uses Adam with betas (0.9, 0.98) and eps 1e-9). With ``embed_dim=None`` the
+    factor is ``min(1, n / warmup_steps)`` instead: the same linear warm-up, to the
+    optimiser's own rate, which is then held (chapter 5's short race, whose peak rate
+    is a setting).
 
     Stepped after every update, as :func:`~attention_lib.training.train_seq2seq` does:
     update n = 1, 2, ... runs at ``warmup_rate(n, ...)``. For ``train_seq2seq``'s
@@ -673,9 +662,14 @@ def warmup_schedule(optimizer, embed_dim: int, warmup_steps: int = 4000) -> Lamb
         raise TypeError(
             f"optimizer must be a torch.optim.Optimizer, got {describe(optimizer)}"
         )
-    embed_dim = check_int("embed_dim", embed_dim, 1)
     warmup_steps = check_int("warmup_steps", warmup_steps, 1)
+    if embed_dim is None:
+        def factor(n):
+            return min(1.0, n / warmup_steps)
+    else:
+        embed_dim = check_int("embed_dim", embed_dim, 1)
+
+        def factor(n):
+            return warmup_rate(n, embed_dim, warmup_steps)
     # LambdaLR counts the scheduler's steps from 0; update n comes after n − 1 of them.
-    return LambdaLR(
-        optimizer, lambda count: warmup_rate(count + 1, embed_dim, warmup_steps)
-    )
+    return LambdaLR(optimizer, lambda count: factor(count + 1))

@@ -22,27 +22,16 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
 from attention_lib import attention_loop, dot_product_attention
+from attention_lib.measure import seconds_per_call
 from bench import SMOKE_NOTE, smoke_mode
 
 SIZES = [(64, 32, 32, 64), (16, 256, 256, 64), (4, 1024, 1024, 64)]  # (B, Lq, Lk, E)
 SMOKE_SIZES = [(2, 8, 8, 16)]
-
-
-def time_call(fn, min_seconds: float = 0.05) -> float:
-    """Seconds per call: repeat ``fn`` until at least ``min_seconds`` have passed."""
-    calls, start = 0, time.perf_counter()
-    while True:
-        fn()
-        calls += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_seconds:
-            return elapsed / calls
 
 
 def bench_size(batch_size, num_queries, num_kv, size, rounds, min_seconds=0.05):
@@ -71,9 +60,9 @@ def bench_size(batch_size, num_queries, num_kv, size, rounds, min_seconds=0.05):
             fn()
         for r in range(rounds):
             for name, fn in candidates.items():
-                times[name].append(time_call(fn, min_seconds))
+                times[name].append(seconds_per_call(fn, min_seconds=min_seconds))
             if r % max(1, rounds // 3) == 0:  # the loop takes seconds: three rounds are enough
-                times["loop"].append(time_call(loop, min_seconds=0.0))
+                times["loop"].append(seconds_per_call(loop, min_seconds=0.0))
     return {name: statistics.median(t) for name, t in times.items()}
 
 

@@ -29,12 +29,7 @@ from pathlib import Path
 
 import torch
 
-from attention_lib import (
-    TransformerDecoder,
-    TransformerEncoder,
-    dot_product_attention,
-    set_seed,
-)
+from attention_lib import dot_product_attention, set_seed
 from attention_lib.config import CHAPTER5_TRANSFORMER
 from attention_lib.efficient import (
     AttentionPattern,
@@ -44,7 +39,7 @@ from attention_lib.efficient import (
     peak_memory,
 )
 from bench import SMOKE_NOTE, smoke_mode
-from bench.bench_attention import time_call  # one timer for every benchmark
+from attention_lib.measure import seconds_per_call
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,7 +80,7 @@ def measure(n, rounds, min_seconds):
             fn()  # warm-up
         for _ in range(rounds):
             for name, fn in calls.items():
-                times[name].append(time_call(fn, min_seconds))
+                times[name].append(seconds_per_call(fn, min_seconds=min_seconds))
         memory = {
             name: statistics.median(peak_memory(fn) for _ in range(3))
             for name, fn in calls.items()
@@ -139,10 +134,8 @@ def bench_cache(lengths, batch_size, rounds, min_seconds=0.0):
     set_seed(0)
     vocab, c = 3000, CHAPTER5_TRANSFORMER  # chapter 5's model, random weights
     width, heads, hidden, layers = c.embed_dim, c.num_heads, c.ffn_hidden, c.num_layers
-    sizes = dict(embed_dim=width, num_heads=heads, ffn_hidden=hidden,
-                 num_layers=layers, norm_first=c.norm_first)
-    encoder = TransformerEncoder(vocab, **sizes).eval()
-    decoder = TransformerDecoder(vocab, **sizes).eval()
+    model = c.build(vocab, vocab).eval()
+    encoder, decoder = model.encoder, model.decoder
     src = torch.randint(3, vocab, (batch_size, 10))
     with torch.no_grad():
         state = decoder.init_state(encoder(src), None)
@@ -158,9 +151,9 @@ def bench_cache(lengths, batch_size, rounds, min_seconds=0.0):
         times = {True: [], False: []}
         for _ in range(rounds):
             for use_cache in (True, False):
-                times[use_cache].append(time_call(
+                times[use_cache].append(seconds_per_call(
                     lambda: generate(decoder, state, start, length, use_cache),
-                    min_seconds))
+                    min_seconds=min_seconds))
         t = {c: statistics.median(v) for c, v in times.items()}
         speedups[length] = (t[False] / t[True], same)
         print(f"{length:>5} | {batch_size * length / t[True]:10.0f} |"

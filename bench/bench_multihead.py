@@ -30,9 +30,9 @@ import torch
 from torch import nn
 
 from attention_lib import valid_lens_to_mask
+from attention_lib.measure import seconds_per_call
 from attention_lib.multihead import MultiHeadAttention
 from bench import SMOKE_NOTE, smoke_mode
-from bench.bench_attention import time_call  # one timer for every benchmark
 
 SIZES = [(64, 32, 256, 4), (16, 256, 256, 4), (4, 1024, 256, 4)]  # (B, L, D, H)
 SMOKE_SIZES = [(2, 8, 16, 2)]
@@ -109,7 +109,7 @@ def bench_size(shape, rounds, min_seconds):
             fns[phase]()
         for _ in range(rounds):
             for name, fns in calls.items():
-                times[name].append(time_call(fns[phase], min_seconds))
+                times[name].append(seconds_per_call(fns[phase], min_seconds=min_seconds))
         medians[phase] = {name: statistics.median(t) for name, t in times.items()}
     return medians
 

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 
 from attention_lib import Seq2SeqEncoder, load_fra_eng, train_seq2seq
 from attention_lib.config import (
@@ -41,14 +42,15 @@ def test_every_setting_is_an_argument_of_the_function_that_uses_it():
 
 
 def test_every_transformer_setting_is_an_argument_of_the_function_that_uses_it():
-    import torch
-
     from attention_lib import TransformerEncoder
 
-    users = [load_fra_eng, TransformerEncoder, train_seq2seq, torch.optim.AdamW]
+    from attention_lib import warmup_schedule
+
+    users = [load_fra_eng, TransformerEncoder, train_seq2seq, torch.optim.AdamW,
+             warmup_schedule]
     parameters = set().union(*(inspect.signature(fn).parameters for fn in users))
-    # warmup_steps: the linear warm-up of chapter 5's race (a LambdaLR in the notebook)
-    own = {"batch_size", "warmup_steps"}
+    # checkpoint_every: TimeBudget's `every` in chapter 5's race
+    own = {"batch_size", "checkpoint_every"}
     for field in dataclasses.fields(TransformerConfig):
         assert field.name in parameters | own, field.name
     # The race uses chapter 3's data, so the two models see the same sentences.
@@ -112,3 +114,19 @@ def test_the_transformer_settings_build_their_model():
     assert decoder.blocks[0].ffn.ffn_hidden == config.ffn_hidden
     assert encoder.final_norm is not None  # norm_first
     assert encoder.positional.max_len == 20
+
+
+def test_the_transformer_settings_build_their_optimiser_and_schedule():
+    from attention_lib.config import CHAPTER5_TRANSFORMER as config
+    model = config.build(30, 40, max_len=20)
+    optimizer = config.optimizer(model.parameters())
+    group = optimizer.param_groups[0]
+    assert isinstance(optimizer, torch.optim.AdamW)
+    assert (group["betas"], group["weight_decay"]) == (config.betas,
+                                                       config.weight_decay)
+    schedule = config.schedule(optimizer)
+    assert group["lr"] == pytest.approx(config.lr / config.warmup_steps)  # update 1
+    for _ in range(config.warmup_steps + 5):
+        optimizer.step()
+        schedule.step()
+    assert group["lr"] == pytest.approx(config.lr)  # warmed up, then held

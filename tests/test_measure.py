@@ -13,7 +13,12 @@ import torch
 
 from attention_lib import autocast, by_device, hardware, native_bfloat16
 from attention_lib import measure
-from attention_lib.measure import best_seconds, matmul_rate, matmul_size
+from attention_lib.measure import (
+    best_seconds,
+    matmul_rate,
+    matmul_size,
+    seconds_per_call,
+)
 
 CPUINFO = "processor\t: 0\nmodel name\t: {name}\nflags\t\t: {flags}\n"
 
@@ -135,6 +140,23 @@ def test_best_seconds_takes_the_fastest_measurement():
     seconds = best_seconds(lambda: time.sleep(next(delays)), repeats=3,
                            min_seconds=0.005)
     assert 0.009 <= seconds < 0.02
+
+
+def test_seconds_per_call_repeats_until_the_minimum_and_divides(monkeypatch):
+    from attention_lib import measure
+
+    now, calls = [0.0], []
+    monkeypatch.setattr(measure.time, "perf_counter", lambda: now[0])
+
+    def call():  # a fake clock: each call takes 0.02 s
+        calls.append(1)
+        now[0] += 0.02
+
+    assert seconds_per_call(call, min_seconds=0.05) == pytest.approx(0.02)
+    assert len(calls) == 3  # 0.06 s ≥ 0.05 s
+    calls.clear()
+    assert seconds_per_call(call, min_seconds=0) == pytest.approx(0.02)
+    assert len(calls) == 1
 
 
 def test_matmul_rate_is_a_rate_on_this_cpu():

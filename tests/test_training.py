@@ -7,6 +7,7 @@ from attention_lib import (
     History,
     Seq2SeqDecoder,
     Seq2SeqEncoder,
+    TimeBudget,
     bleu_by_length,
     choose_device,
     evaluate_accuracy,
@@ -223,7 +224,7 @@ def test_bfloat16_training_runs_and_keeps_float32_weights(small_data):
     assert history.tokens == int((small_data.tensors("val").tgt_output != 0).sum())
 
 
-def test_max_seconds_stops_training_and_checkpoints_are_not_training_time(
+def test_a_time_budget_stops_training_and_checkpoints_are_not_training_time(
     small_data, monkeypatch
 ):
     """A fake clock: every batch takes 1 s, every checkpoint 100 s. With a budget of 5 s
@@ -249,10 +250,31 @@ def test_max_seconds_stops_training_and_checkpoints_are_not_training_time(
     assert len(loader) > 10
     history = train_seq2seq(tiny_model(small_data), loader, 3, pad=0,
                             device=torch.device("cpu"), progress=False,
-                            max_seconds=5, checkpoint=checkpoint, checkpoint_every=2)
+                            callback=TimeBudget(5, checkpoint, every=2))
     assert seen == [(2, 2.0), (4, 4.0), (5, 5.0)]
     assert (history.batches, history.seconds) == (5, 5.0)
     assert len(history["train"]) == 1
+
+
+def test_a_callback_sees_every_batch_may_stop_training_and_hears_the_end(small_data):
+    """The callback is called after each batch with the batches done, then once with
+    done=True; the reason it returns stops training. A callback that evaluates the
+    model leaves it in eval mode: the next batch trains it again (dropout on)."""
+    calls, modes = [], []
+    model = tiny_model(small_data)
+
+    def callback(batches, seconds, done=False):
+        calls.append((batches, done))
+        modes.append(model.training)
+        model.eval()
+        return "enough" if batches == 3 else None
+
+    history = train_seq2seq(model, small_data.loader("val", batch_size=64), 2, pad=0,
+                            device=torch.device("cpu"), progress=False,
+                            callback=callback)
+    assert calls == [(1, False), (2, False), (3, False), (3, True)]
+    assert modes == [True, True, True, False]
+    assert history.batches == 3 and len(history["train"]) == 1
 
 
 @pytest.mark.parametrize("kind", ["console", "notebook"])

@@ -334,6 +334,19 @@ def test_warmup_schedule_follows_the_formula():
     assert warmup_rate(8000, 512, 4000) == rates[8000]
 
 
+def test_warmup_schedule_without_a_width_ramps_to_the_optimisers_rate_and_holds():
+    optimizer = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=3e-3)
+    schedule = warmup_schedule(optimizer, None, warmup_steps=100)
+    rates = []
+    for _ in range(150):
+        rates.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    assert rates[0] == pytest.approx(3e-3 / 100)  # update 1
+    assert rates[49] == pytest.approx(3e-3 * 50 / 100)
+    assert rates[99:] == pytest.approx([3e-3] * 51)  # update 100 on: held
+
+
 # --- bad input ------------------------------------------------------------------------
 
 @pytest.mark.parametrize(
