@@ -392,9 +392,11 @@ class DotProductAttention(nn.Module):
 class AdditiveAttention(nn.Module):
     """Additive attention (Bahdanau et al., 2014): scores ``w_vᵀ tanh(W_q q + W_k k)``.
 
-    Queries and keys may have different sizes; both are projected to ``num_hiddens``
-    (Da). The submodules are named as in *Dive into Deep Learning* (``W_k``, ``W_q``,
-    ``w_v``), so weights copy one to one. A decoder that queries the same keys at every
+    Queries and keys may have different sizes; both are projected to
+    ``attention_size`` (Da; *Dive into Deep Learning* calls it ``num_hiddens``, the
+    name this library keeps for an RNN's state size Ds). The submodules are named as
+    in *Dive into Deep Learning* (``W_k``, ``W_q``, ``w_v``), so weights copy one to
+    one. A decoder that queries the same keys at every
     step can call :meth:`project_keys` once per sentence and pass the result as
     ``projected_keys``. With ``need_weights=True``, ``attention_weights`` keeps the
     weights (detached, before dropout) for heat maps; otherwise it is None (there is no
@@ -412,17 +414,14 @@ class AdditiveAttention(nn.Module):
     """
 
     def __init__(
-        self, key_size: int, query_size: int, num_hiddens: int, dropout: float = 0.0
+        self, key_size: int, query_size: int, attention_size: int, dropout: float = 0.0
     ):
         super().__init__()
-        self.key_size, self.query_size, self.num_hiddens = (
-            key_size,
-            query_size,
-            num_hiddens,
-        )
-        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
-        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
-        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
+        self.key_size, self.query_size = key_size, query_size
+        self.attention_size = attention_size
+        self.W_k = nn.Linear(key_size, attention_size, bias=False)
+        self.W_q = nn.Linear(query_size, attention_size, bias=False)
+        self.w_v = nn.Linear(attention_size, 1, bias=False)
         self.dropout = nn.Dropout(dropout)
         self.attention_weights: Tensor | None = None
 
@@ -432,7 +431,7 @@ class AdditiveAttention(nn.Module):
         check_sizes([("queries", queries, self.query_size, "query_size"),
                      ("keys", keys, self.key_size, "key_size")])
         check_like("queries", queries, self.W_q.weight, "the layer's parameters")
-        expected = tuple(keys.shape[:-1]) + (self.num_hiddens,)
+        expected = tuple(keys.shape[:-1]) + (self.attention_size,)
         if projected_keys is not None and (
             not isinstance(projected_keys, Tensor) or projected_keys.shape != expected
         ):
@@ -482,5 +481,5 @@ class AdditiveAttention(nn.Module):
     def extra_repr(self) -> str:
         return (
             f"key_size={self.key_size}, query_size={self.query_size},"
-            f" num_hiddens={self.num_hiddens}"
+            f" attention_size={self.attention_size}"
         )

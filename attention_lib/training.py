@@ -166,15 +166,11 @@ class TimeBudget:
         self.max_seconds, self.checkpoint, self.every = max_seconds, checkpoint, every
 
     def __call__(self, batches: int, seconds: float, done: bool = False) -> str | None:
-        if self.checkpoint is not None and (
-            done or (self.every and batches % self.every == 0
-                     and not self._out_of_time(seconds))
-        ):
+        out_of_time = self.max_seconds is not None and seconds >= self.max_seconds
+        due = done or (self.every and batches % self.every == 0 and not out_of_time)
+        if self.checkpoint is not None and due:
             self.checkpoint(batches, seconds)
-        return None if done or not self._out_of_time(seconds) else "time budget"
-
-    def _out_of_time(self, seconds: float) -> bool:
-        return self.max_seconds is not None and seconds >= self.max_seconds
+        return "time budget" if out_of_time and not done else None
 
 
 def train_seq2seq(

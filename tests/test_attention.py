@@ -42,7 +42,7 @@ def make_qkv(
 def copy_additive_to_d2l(
     ours: AdditiveAttention, queries, keys, values
 ) -> d2l.AdditiveAttention:
-    theirs = d2l.AdditiveAttention(ours.num_hiddens, dropout=0.0)
+    theirs = d2l.AdditiveAttention(ours.attention_size, dropout=0.0)
     # materialise the Lazy layers (float32)
     theirs(queries.float(), keys.float(), values.float(), None)
     # same names: W_k, W_q, w_v
@@ -57,7 +57,7 @@ S = torch.tensor([[[5.0, 6.0]]])  # the decoder state as the query, (1, 1, 2)
 
 
 def test_worked_example_additive():
-    attention = AdditiveAttention(key_size=2, query_size=2, num_hiddens=2)
+    attention = AdditiveAttention(key_size=2, query_size=2, attention_size=2)
     with torch.no_grad():
         attention.W_k.weight.copy_(torch.eye(2))
         attention.W_q.weight.copy_(torch.eye(2))
@@ -185,7 +185,8 @@ def test_additive_attention_equals_d2l_with_weights_copied(valid_lens, dtype):
     queries, keys, values = make_qkv(dtype=dtype)
     # query and key sizes differ: additive scoring allows it
     queries = torch.randn(2, 3, 9, dtype=dtype)
-    ours = AdditiveAttention(key_size=4, query_size=9, num_hiddens=8).to(dtype).eval()
+    ours = AdditiveAttention(key_size=4, query_size=9, attention_size=8)
+    ours = ours.to(dtype).eval()
     theirs = copy_additive_to_d2l(ours, queries, keys, values)
     torch.testing.assert_close(
         ours(queries, keys, values, valid_lens, need_weights=True),
@@ -196,7 +197,7 @@ def test_additive_attention_equals_d2l_with_weights_copied(valid_lens, dtype):
 
 def test_additive_attention_project_keys_once_equals_projecting_every_call():
     torch.manual_seed(0)
-    layer = AdditiveAttention(key_size=4, query_size=4, num_hiddens=8)
+    layer = AdditiveAttention(key_size=4, query_size=4, attention_size=8)
     queries, keys, values = make_qkv()
     projected = layer.project_keys(keys)
     assert projected.shape == (2, 5, 8)
@@ -212,7 +213,7 @@ def test_additive_attention_project_keys_once_equals_projecting_every_call():
 
 
 def test_projected_keys_are_used_not_recomputed():
-    layer = AdditiveAttention(key_size=4, query_size=4, num_hiddens=8)
+    layer = AdditiveAttention(key_size=4, query_size=4, attention_size=8)
     queries, keys, values = make_qkv()
     a = layer(queries, keys, values, projected_keys=layer.project_keys(keys))
     b = layer(queries, keys, values, projected_keys=layer.project_keys(keys) * 5)
@@ -501,7 +502,7 @@ def test_error_inputs_of_another_dtype_than_the_parameters():
 
 def test_error_additive_sizes_name_the_constructor_argument():
     queries, keys, values = make_qkv()
-    layer = AdditiveAttention(key_size=4, query_size=3, num_hiddens=8)
+    layer = AdditiveAttention(key_size=4, query_size=3, attention_size=8)
     with pytest.raises(
         ValueError,
         match=r"queries must have last dimension query_size=3, got shape \(2, 3, 4\)",
