@@ -234,25 +234,6 @@ def read_number(got, what: str) -> tuple[Tensor | None, Feedback | None]:
     return tensor.reshape(()), None
 
 
-def read_numbers(fn, cases, what: str) -> tuple[list | None, Feedback | None]:
-    """Call ``fn(*case)`` for every case and read each answer as one number: the
-    answers in order, or the feedback for the first call that fails or does not return
-    a number.
-
-    Shapes:
-        cases: a list of argument tuples; returns: one number per case
-    """
-    answers = []
-    for case in cases:
-        got, error = run_safely(fn, *case)
-        if error is None:
-            got, error = read_number(got, what)
-        if error is not None:
-            return None, error
-        answers.append(got)
-    return answers, None
-
-
 def read_index(got, what: str) -> tuple[int | None, Feedback | None]:
     """An index: a Python or NumPy integer, or a one-element integer tensor/array, as an
     int.
