@@ -328,6 +328,20 @@ class Vocab:
         self.token_to_idx = {token: idx for idx, token in enumerate(self.idx_to_token)}
         self.token_freqs = counter
 
+    @classmethod
+    def from_tokens(cls, idx_to_token: Sequence[str]) -> "Vocab":
+        """The vocabulary whose index i is ``idx_to_token[i]`` (one saved with
+        ``vocab.idx_to_token``); the special tokens must come first, as built."""
+        if list(idx_to_token[: len(SPECIAL_TOKENS)]) != list(SPECIAL_TOKENS):
+            raise ValueError(
+                f"a vocabulary starts with {list(SPECIAL_TOKENS)}, got"
+                f" {list(idx_to_token[: len(SPECIAL_TOKENS)])}"
+            )
+        vocab = cls()
+        vocab.idx_to_token = list(idx_to_token)
+        vocab.token_to_idx = {token: i for i, token in enumerate(vocab.idx_to_token)}
+        return vocab
+
     def __len__(self) -> int:
         return len(self.idx_to_token)
 
