@@ -38,6 +38,14 @@ from .multihead import KVCache
 from .seq2seq import EncoderDecoder
 from .transformer import TransformerDecoder, TransformerEncoder, TransformerState
 
+__all__ = [
+    "EncoderProgram",
+    "DecoderStep",
+    "export_translator",
+    "load_translator",
+    "python_translations",
+]
+
 ENCODER_FILE, STEP_FILE, SETTINGS_FILE = (
     "encoder.onnx", "decoder_step.onnx", "translator.json")
 
@@ -46,7 +54,7 @@ def _pairs(prefix: str, num_layers: int) -> list[str]:
     return [f"{prefix}_{kind}{i}" for i in range(num_layers) for kind in "kv"]
 
 
-def program_names(num_layers: int) -> dict[str, list[str]]:
+def _program_names(num_layers: int) -> dict[str, list[str]]:
     """The inputs and outputs of both programs, by name, in order."""
     memory = _pairs("memory", num_layers)
     return {
@@ -63,7 +71,14 @@ def program_names(num_layers: int) -> dict[str, list[str]]:
 class EncoderProgram(nn.Module):
     """The encoder, then every decoder layer's cross-attention keys and values
     (projected once per sentence, as ``TransformerDecoder.init_state`` does), and the
-    encoder's self-attention weights of every layer."""
+    encoder's self-attention weights of every layer.
+
+    Shapes:
+        src: (B, Lk); src_valid_lens: (B,); returns: enc_outputs (B, Lk, D), then
+        keys and values (B, H, Lk, Dh) of every layer, then weights (B, H, Lk, Lk)
+
+    Taught in ``chapters/05_transformer/06_translate_in_browser.md``.
+    """
 
     def __init__(self, model: EncoderDecoder):
         super().__init__()
@@ -83,7 +98,15 @@ class DecoderStep(nn.Module):
     :class:`~attention_lib.transformer.TransformerState`): the new tokens, the
     encoder's outputs and lengths, then every layer's self-attention cache and
     cross-attention memory, keys before values. Returns the last position's logits,
-    the grown caches and every layer's cross-attention weights."""
+    the grown caches and every layer's cross-attention weights.
+
+    Shapes:
+        token: (B, 1); enc_outputs: (B, Lk, D); src_valid_lens: (B,); kv: caches
+        (B, H, t, Dh), then memories (B, H, Lk, Dh); returns: logits (B, V), caches
+        (B, H, t + 1, Dh), weights (B, H, 1, Lk)
+
+    Taught in ``chapters/05_transformer/06_translate_in_browser.md``.
+    """
 
     def __init__(self, decoder: TransformerDecoder):
         super().__init__()
@@ -101,7 +124,7 @@ class DecoderStep(nn.Module):
         return (logits[:, -1], *(t for cache in state.cache for t in cache), *weights)
 
 
-def store_float16(program):
+def _store_float16(program):
     """An ONNX model whose float32 weights are stored as float16, each cast back to
     float32 by a ``Cast`` node under its old name, so the graph computes in float32."""
     import onnx
@@ -126,7 +149,7 @@ def store_float16(program):
     return program
 
 
-def round_to_float16(model: nn.Module) -> nn.Module:
+def _round_to_float16(model: nn.Module) -> nn.Module:
     """Round every weight and buffer to the nearest float16 value, kept in float32:
     the model the float16 files hold."""
     with torch.no_grad():
@@ -148,7 +171,7 @@ def _export(module: nn.Module, args: tuple, path: Path, names: tuple[list, list]
         program = torch.onnx.export(
             module.eval(), args, dynamo=True, optimize=False, verbose=False,
             input_names=names[0], output_names=names[1], dynamic_shapes=dynamic_shapes)
-    onnx.save(store_float16(program.model_proto), path)
+    onnx.save(_store_float16(program.model_proto), path)
 
 
 def export_translator(model: EncoderDecoder, data: TranslationData,
@@ -156,17 +179,23 @@ def export_translator(model: EncoderDecoder, data: TranslationData,
     """Write ``encoder.onnx``, ``decoder_step.onnx`` and ``translator.json`` (the
     vocabularies, special tokens, lengths and program names) into ``directory``.
 
-    The model is rounded to float16 in place first (:func:`round_to_float16`), so it
+    The model is rounded to float16 in place first, so it
     is the model the files hold. Returns the settings written to ``translator.json``.
+
+    Shapes:
+        the programs' inputs and outputs: see :class:`EncoderProgram` and
+        :class:`DecoderStep`; batch, source length and cache length stay dynamic
+
+    Taught in ``chapters/05_transformer/06_translate_in_browser.md``.
     """
     from torch.export import Dim
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    model = round_to_float16(model.eval())
+    model = _round_to_float16(model.eval())
     encoder, decoder = model.encoder, model.decoder
     n = len(decoder.blocks)
-    names = program_names(n)
+    names = _program_names(n)
     max_len = decoder.positional.max_len
     batch = Dim("batch", min=1, max=1024)
     length = Dim("src_len", min=1, max=encoder.positional.max_len)
@@ -191,7 +220,8 @@ def export_translator(model: EncoderDecoder, data: TranslationData,
     settings = {
         "src_vocab": data.src_vocab.idx_to_token,
         "tgt_vocab": data.tgt_vocab.idx_to_token,
-        **{name: getattr(data.tgt_vocab, name) for name in ("pad", "bos", "eos", "unk")},
+        **{name: getattr(data.tgt_vocab, name)
+           for name in ("pad", "bos", "eos", "unk")},
         "num_steps": data.num_steps,
         "max_len": max_len,
         "max_output": data.num_steps + 2 if max_output is None else max_output,
@@ -212,7 +242,13 @@ def load_translator(directory: str | Path) -> tuple[EncoderDecoder, TranslationD
     """The library's model with the weights read back out of the ONNX files, and a
     :class:`~attention_lib.data.TranslationData` without sentences that encodes and
     decodes with the exported vocabularies: ``translate(model, data, sentences)``
-    works on them."""
+    works on them.
+
+    Shapes:
+        returns: the model, and data whose ``encode_source`` gives (N, num_steps)
+
+    Taught in ``chapters/05_transformer/06_translate_in_browser.md``.
+    """
     import onnx
     from onnx import numpy_helper
 
@@ -227,12 +263,14 @@ def load_translator(directory: str | Path) -> tuple[EncoderDecoder, TranslationD
     for name in (ENCODER_FILE, STEP_FILE):
         for tensor in onnx.load(directory / name).graph.initializer:
             key = tensor.name.removesuffix(".fp16")
-            weights[key] = torch.from_numpy(numpy_helper.to_array(tensor).copy()).float()
+            array = numpy_helper.to_array(tensor).copy()
+            weights[key] = torch.from_numpy(array).float()
     tensors = dict(model.named_parameters()) | dict(model.named_buffers())
-    missing = sorted(name for name, _ in model.named_parameters() if name not in weights)
+    missing = sorted(set(dict(model.named_parameters())) - set(weights))
     if missing:
         raise ValueError(f"{directory} lacks weights the model needs: {missing[:5]}")
-    with torch.no_grad():  # buffers too: the positional encodings, rounded like the rest
+    # Buffers too: the positional encodings, rounded like the rest.
+    with torch.no_grad():
         for name, tensor in tensors.items():
             if name in weights:
                 tensor.copy_(weights[name])
@@ -245,7 +283,13 @@ def load_translator(directory: str | Path) -> tuple[EncoderDecoder, TranslationD
 def python_translations(directory: str | Path, sentences: list[str]) -> list[str]:
     """Greedy translations of ``sentences`` by the exported model, computed by the
     library in PyTorch (:func:`~attention_lib.decoding.translate`): what the page
-    must show."""
+    must show.
+
+    Shapes:
+        sentences: N strings; returns: N strings of space-separated French tokens
+
+    Taught in ``chapters/05_transformer/06_translate_in_browser.md``.
+    """
     model, data = load_translator(directory)
     settings = json.loads((Path(directory) / SETTINGS_FILE).read_text())
     return translate(model, data, sentences, max_len=settings["max_output"])[0]

@@ -2,8 +2,9 @@
 
 One test for every module: each class and function in a module's ``__all__`` has a
 docstring with a ``Shapes:`` block and a line "Taught in ``chapters/...ipynb``." naming
-a notebook that exists. Rules that differ between modules are data below. The checkers
-in ``attention_lib.exercises`` are tested in ``tests/test_exercises_common.py``.
+a notebook that exists (or a page ``chapters/....md``, for what runs without a kernel).
+Rules that differ between modules are data below. The checkers in
+``attention_lib.exercises`` are tested in ``tests/test_exercises_common.py``.
 """
 import importlib
 import inspect
@@ -17,12 +18,13 @@ import pytest
 import attention_lib
 
 ROOT = Path(__file__).resolve().parents[1]
-TAUGHT_IN = re.compile(r"Taught in ``(chapters/[^`]+\.ipynb)``")
+TAUGHT_IN = re.compile(r"Taught in ``(chapters/[^`]+\.(?:ipynb|md))``")
 
 # Where a name must be taught: the first prefix that matches "module.name" or "module".
 PAGE_PREFIXES = {
     "attention": "chapters/02_attention/",
     "digits": "chapters/07_visual/",
+    "export": "chapters/05_transformer/",
     "vision": "chapters/07_visual/",
     "plotting.show_image_attention": "chapters/07_visual/",
     "training.train_classifier": "chapters/07_visual/",

@@ -19,6 +19,13 @@ registry, pinned by ``book/_vendor/package-lock.json`` and installed by ``make b
     _static/vendor/book.css        <- book/_static/book.css (ours, on every page:
         88-character code
                                     blocks, pages usable 400 px wide)
+    _static/vendor/onnxruntime-web/ <- node_modules/onnxruntime-web/dist/: only
+        ort.wasm.min.mjs and its WebAssembly build (ort-wasm-simd-threaded.mjs,
+        .wasm), not the default entry's WebGPU build
+    _static/translator.js          <- book/_static/translator.js (ours: the page
+        "Translate in your browser")
+    _static/translator/            <- book/_static/translator/ (the exported model,
+        written by tools/export_translator.py and committed)
 
 It also drops duplicate inline scripts. Sphinx 7.4 registers an inline script added
 during the build (``app.add_js_file(None, body=...)``) twice, once as ``None`` and once
@@ -36,24 +43,40 @@ from sphinx.errors import ExtensionError
 
 VENDOR = Path(__file__).resolve().parents[1] / "_vendor"
 NODE_MODULES = VENDOR / "node_modules"
+ORT_DIST = NODE_MODULES / "onnxruntime-web" / "dist"
+OURS = VENDOR.parent / "_static"
 
-# (source, destination under _static/vendor, names to skip)
+# (source, destination under _static, names to skip)
 ASSETS = [
-    (NODE_MODULES / "mathjax" / "es5", "mathjax", ()),
-    (NODE_MODULES / "requirejs" / "require.js", "requirejs/require.js", ()),
+    (NODE_MODULES / "mathjax" / "es5", "vendor/mathjax", ()),
+    (NODE_MODULES / "requirejs" / "require.js", "vendor/requirejs/require.js", ()),
     (
         NODE_MODULES / "@jupyter-widgets" / "html-manager" / "dist",
-        "html-manager",
+        "vendor/html-manager",
         ("*.map", "embed.js", "embed.js.*"),
     ),
     # Ours: sets the widget manager's asset path and bridges ipywidgets' MathJax 2 calls
     # to MathJax 3.
-    (VENDOR.parent / "_static" / "ipywidgets-offline.js", "ipywidgets-offline.js", ()),
+    (OURS / "ipywidgets-offline.js", "vendor/ipywidgets-offline.js", ()),
     # Ours: the book's layout rules (code width, narrow screens), loaded after the
     # theme's CSS.
-    (VENDOR.parent / "_static" / "book.css", "book.css", ()),
+    (OURS / "book.css", "vendor/book.css", ()),
     # Ours: search results show mathematics as plain text, not TeX.
-    (VENDOR.parent / "_static" / "search-math.js", "search-math.js", ()),
+    (OURS / "search-math.js", "vendor/search-math.js", ()),
+    # onnxruntime-web's WebAssembly build for the translator page: the ES module and
+    # the runtime it loads (single-threaded: GitHub Pages sends no cross-origin
+    # isolation headers), not the 28 MB WebGPU build the package's default entry pulls.
+    *(
+        (ORT_DIST / name, f"vendor/onnxruntime-web/{name}", ())
+        for name in (
+            "ort.wasm.min.mjs",
+            "ort-wasm-simd-threaded.mjs",
+            "ort-wasm-simd-threaded.wasm",
+        )
+    ),
+    # Ours: the page "Translate in your browser", and the model it runs.
+    (OURS / "translator.js", "translator.js", ()),
+    (OURS / "translator", "translator", ()),
 ]
 
 
@@ -65,14 +88,15 @@ def _check_installed(app: Sphinx) -> None:
         raise ExtensionError(
             "The site's offline JavaScript is not installed (missing:"
             f" {', '.join(missing)}). Run `make book`, or `npm ci --prefix"
-            " book/_vendor` before `jupyter-book build .`."
+            " book/_vendor` before `jupyter-book build .`; the translator's model"
+            " files come from `python tools/export_translator.py`."
         )
 
 
 def _copy_assets(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
-    static = Path(app.outdir) / "_static" / "vendor"
+    static = Path(app.outdir) / "_static"
     for source, dest, skip in ASSETS:
         target = static / dest
         if source.is_dir():

@@ -24,6 +24,14 @@ CHROMEDRIVER = Path(os.environ.get("SITE_TEST_CHROMEDRIVER", "/usr/bin/chromedri
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    # ES modules (onnxruntime-web's .mjs) must be served as JavaScript, whatever the
+    # system's MIME table says; GitHub Pages does the same.
+    extensions_map = {
+        **http.server.SimpleHTTPRequestHandler.extensions_map,
+        ".mjs": "text/javascript",
+        ".wasm": "application/wasm",
+    }
+
     def log_message(self, format, *args):  # noqa: A002 - the base class's name
         pass
 

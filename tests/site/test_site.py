@@ -73,6 +73,7 @@ SEARCH_CASES = [
     ("Nadaraya", "chapters/02_attention/01_queries_keys_values"),
     ("cuDNN", "chapters/03_bahdanau/01_attention_decoder"),
     ("bootstrap", "chapters/03_bahdanau/02_training_and_results"),
+    ("onnxruntime", "chapters/05_transformer/06_translate_in_browser"),
 ]
 
 # What ipywidgets' HTML manager renders for a control (a slider, a list, a text box...).
