@@ -208,6 +208,8 @@ def export_translator(model: EncoderDecoder, data: TranslationData,
         state = decoder.init_state(enc_outputs, lens)
         _, state = decoder(torch.full((2, 3), data.tgt_vocab.bos), state)
     kv = [t for pair in state.cache for t in pair] + rest[: 2 * n]
+    # Traced with 3 cached positions; the ONNX program also takes an empty cache (the
+    # first step), which torch.export's range cannot state (it treats 0 and 1 apart).
     steps = Dim("past", min=1, max=max_len - 1)
     _export(DecoderStep(decoder), (torch.full((2, 1), data.tgt_vocab.bos),
                                    enc_outputs, lens, *kv),

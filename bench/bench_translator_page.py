@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
 PAGE = "chapters/05_transformer/06_translate_in_browser.html"
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-SENTENCE = "My mother is cooking dinner in the kitchen with my sister."  # 10 words
+SENTENCE = "My mother is cooking dinner in the kitchen with Tom."  # 10 words
 GOAL_FIRST_S, GOAL_EACH_MS, GOAL_DOWNLOAD_MB = 3.0, 300.0, 10.0
 LINKS_MBIT = (10, 50)
 

@@ -93,7 +93,7 @@ async function loadModel() {
   ort.env.wasm.numThreads = 1; // no SharedArrayBuffer without cross-origin isolation
   ort.env.wasm.proxy = false;
   ort.env.logLevel = 'error';
-  const settings = await (await fetch(new URL('translator.json', MODEL_DIR))).json();
+  const settings = JSON.parse(new TextDecoder().decode(await fetchBytes('translator.json')));
   const provenance = await fetch(new URL('provenance.json', MODEL_DIR))
     .then((response) => (response.ok ? response.json() : null))
     .catch(() => null);
@@ -474,7 +474,7 @@ function setUpControls(settings) {
 function showProvenance(provenance) {
   if (!provenance || typeof provenance.test_bleu_shipped !== 'number') return;
   const parts = [`This model scores BLEU ${provenance.test_bleu_shipped.toFixed(1)}`];
-  if (provenance.num_test) parts.push(` on ${provenance.num_test} held-out test sentences`);
+  if (provenance.num_test) parts.push(` on ${provenance.num_test} held-out test sentences, decoding greedily`);
   if (provenance.batches) parts.push(`, after ${provenance.batches} training minibatches`);
   setText('translator-provenance', `${parts.join('')}.`);
 }

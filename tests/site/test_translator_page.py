@@ -15,10 +15,12 @@ from __future__ import annotations
 import time
 from urllib.parse import urljoin
 
+import numpy as np
 import pytest
 import torch
 
 from attention_lib.data import preprocess, tokenize
+from attention_lib.decoding import translate as translate_with_library
 
 pytestmark = pytest.mark.site
 
@@ -221,12 +223,37 @@ def _select(browser, element_id: str, value: str):
     Select(browser.find_element(By.ID, element_id)).select_by_value(value)
 
 
-def test_layer_and_head_change_the_heat_maps(page, library):
+@torch.no_grad()
+def library_maps(model, data, sentence):
+    """What the heat maps must show, from the library in PyTorch: every layer's
+    encoder self-attention (H, S, S) and cross-attention (H, T, S) over the S valid
+    source positions, T = the output words, as translate(need_weights=True) cuts
+    them."""
+    (translation,), _ = translate_with_library(model, data, [sentence])
+    src, lens = data.encode_source([sentence])
+    width = int(lens[0])
+    model.encoder(src, lens, need_weights=True)
+    self_maps = [b.self_attention.attention_weights[0, :, :width, :width]
+                 for b in model.encoder.blocks]
+    state_ = model.decoder.init_state(model.encoder(src, lens), lens)
+    tokens = [data.tgt_vocab.bos, *data.tgt_vocab[translation.split()]]
+    rows = max(len(tokens) - 1, 1)
+    _, _ = model.decoder(torch.tensor([tokens[:rows]]), state_, need_weights=True)
+    cross_maps = [b.cross_attention.attention_weights[0, :, :rows, :width]
+                  for b in model.decoder.blocks]
+    return translation, self_maps, cross_maps
+
+
+def test_the_heat_maps_show_the_library_weights_of_every_layer_and_head(page,
+                                                                        library):
     model, data = library
     layers, heads = len(model.encoder.blocks), model.encoder.blocks[0].self_attention
     heads = heads.num_heads
-    result = translate(page, "Tom wants to go home now.")
+    sentence = "Tom wants to go home now."
+    result = translate(page, sentence)
     assert result["state"] == "done" and result["cross"] and result["self"]
+    translation, self_maps, cross_maps = library_maps(model, data, sentence)
+    assert result["output"] == translation
     width = len(result["source"])
     assert len(result["self"]) == width * width
     assert len(result["cross"]) == width * len(result["output"].split())
@@ -235,11 +262,22 @@ def test_layer_and_head_change_the_heat_maps(page, library):
         for head in [*map(str, range(heads)), "mean"]:
             _select(page, "translator-cross-layer", str(layer))
             _select(page, "translator-cross-head", head)
-            seen_cross.add(tuple(state(page)["cross"]))
+            drawn = state(page)["cross"]
+            seen_cross.add(tuple(drawn))
+            maps = cross_maps[layer]
+            expected = maps.mean(0) if head == "mean" else maps[int(head)]
+            np.testing.assert_allclose(
+                np.array(drawn, float), expected.flatten().numpy(), atol=1e-4,
+                err_msg=f"cross-attention, layer {layer}, head {head}")
             if head != "mean":
                 _select(page, "translator-self-layer", str(layer))
                 _select(page, "translator-self-head", head)
-                seen_self.add(tuple(state(page)["self"]))
+                drawn = state(page)["self"]
+                seen_self.add(tuple(drawn))
+                np.testing.assert_allclose(
+                    np.array(drawn, float),
+                    self_maps[layer][int(head)].flatten().numpy(), atol=1e-4,
+                    err_msg=f"self-attention, layer {layer}, head {head}")
     assert len(seen_cross) == layers * (heads + 1)
     assert len(seen_self) == layers * heads
     # Each row of a map is a softmax over the valid source tokens.
