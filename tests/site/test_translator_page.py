@@ -12,7 +12,6 @@ that it works 400 px wide. Run after `make book`:
 """
 from __future__ import annotations
 
-import time
 from urllib.parse import urljoin
 
 import numpy as np
@@ -110,13 +109,11 @@ return {state: document.getElementById('translator').dataset.state,
 """
 
 
-def _wait(predicate, timeout: float, interval: float = 0.05) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return False
+def _wait(browser, predicate, timeout: float) -> None:
+    """Until predicate() holds (selenium's wait; a timeout fails the test)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, timeout, poll_frequency=0.05).until(lambda _: predicate())
 
 
 def severe(browser) -> list[str]:
@@ -203,7 +200,7 @@ def test_translations_match_the_library(page, model_dir):
     field.send_keys(TRANSLATION_CASES[0])
     before = state(page)["count"]
     page.find_element(By.ID, "translator-go").click()
-    assert _wait(lambda: state(page)["count"] > before, 20)
+    _wait(page, lambda: state(page)["count"] > before, 20)
     first = state(page)
     assert first["state"] == "done", first
     assert first["output"] == expected[0]
@@ -356,7 +353,7 @@ def test_works_400px_wide(browser, base_url):
         head = browser.find_element(By.ID, "translator-cross-head")
         browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", head)
         head.send_keys(Keys.ARROW_DOWN)
-        assert _wait(lambda: state(browser)["cross"] != before, 5)
+        _wait(browser, lambda: state(browser)["cross"] != before, 5)
         errors = severe(browser)
         assert not errors, errors
     finally:
