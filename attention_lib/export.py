@@ -200,11 +200,12 @@ def export_translator(model: EncoderDecoder, data: TranslationData,
     batch = Dim("batch", min=1, max=1024)
     length = Dim("src_len", min=1, max=encoder.positional.max_len)
     src, lens = data.encode_source(["Go on.", "I don't know why they left."])
-    _export(EncoderProgram(model), (src, lens), directory / ENCODER_FILE,
+    encode = EncoderProgram(model)
+    _export(encode, (src, lens), directory / ENCODER_FILE,
             (names["encoder_inputs"], names["encoder_outputs"]),
             {"src": {0: batch, 1: length}, "src_valid_lens": {0: batch}})
     with torch.no_grad():
-        enc_outputs, *rest = EncoderProgram(model)(src, lens)
+        enc_outputs, *rest = encode(src, lens)
         state = decoder.init_state(enc_outputs, lens)
         _, state = decoder(torch.full((2, 3), data.tgt_vocab.bos), state)
     kv = [t for pair in state.cache for t in pair] + rest[: 2 * n]
