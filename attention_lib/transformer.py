@@ -60,6 +60,9 @@ from .positional import SinusoidalPositionalEncoding
 __all__ = [
     "PositionWiseFFN",
     "AddNorm",
+    "RMSNorm",
+    "SwiGLU",
+    "swiglu_hidden",
     "TransformerEncoderBlock",
     "TransformerDecoderBlock",
     "TransformerEncoder",
@@ -160,6 +163,81 @@ class AddNorm(nn.Module):
 
     def extra_repr(self) -> str:
         return f"norm_first={self.norm_first}"
+
+
+class RMSNorm(nn.Module):
+    """Root-mean-square normalisation (Zhang & Sennrich, 2019): LayerNorm without the
+    mean and the bias, ``y = x / sqrt(mean(x², over D) + eps) * weight``.
+
+    Computed in float32 and cast back to the input's dtype, like ``torch.nn.RMSNorm``
+    (the tests check parity in float32 and bfloat16).
+
+    Shapes:
+        x:       (..., D) with D = ``embed_dim``
+        returns: (..., D)
+
+    Taught in ``chapters/08_pretraining/02_modern_block.ipynb``.
+    """
+
+    def __init__(self, embed_dim: int, eps: float = 1e-6):
+        super().__init__()
+        self.embed_dim = check_int("embed_dim", embed_dim, 1)
+        self.eps = float(eps)
+        self.weight = nn.Parameter(torch.ones(embed_dim))
+
+    def forward(self, x: Tensor) -> Tensor:
+        x32 = x.float()  # (..., D)
+        rms = torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)  # (..., 1)
+        return (x32 * rms * self.weight.float()).to(x.dtype)  # (..., D)
+
+    def extra_repr(self) -> str:
+        return f"{self.embed_dim}, eps={self.eps}"
+
+
+def swiglu_hidden(ffn_hidden: int, multiple_of: int = 1) -> int:
+    """The SwiGLU hidden size h whose parameter count matches a 2-matrix FFN of width F.
+
+    Three matrices D×h against two D×F: ``3·D·h = 2·D·F``, so ``h = 2F/3``, rounded
+    to the nearest integer and then up to a multiple of ``multiple_of`` (Llama uses
+    256; 1 keeps the nearest integer, exact when 3 divides 2F).
+
+    Shapes:
+        ffn_hidden: int F; returns: int h
+
+    Taught in ``chapters/08_pretraining/02_modern_block.ipynb``.
+    """
+    check_int("ffn_hidden", ffn_hidden, 1)
+    check_int("multiple_of", multiple_of, 1)
+    hidden = max(1, round(2 * ffn_hidden / 3))
+    return -(-hidden // multiple_of) * multiple_of
+
+
+class SwiGLU(nn.Module):
+    """The gated feed-forward network (Shazeer, 2020; Llama):
+    ``SwiGLU(x) = W_2(silu(W_1 x) ⊙ W_3 x)``.
+
+    The gate is on W_1's branch; ``W_1``, ``W_2``, ``W_3`` map one to one onto the
+    ``w1``, ``w2``, ``w3`` of CS336 and Llama. Use :func:`swiglu_hidden` to match the
+    parameters of a :class:`PositionWiseFFN`.
+
+    Shapes:
+        x:       (B, L, D) with D = ``embed_dim``
+        returns: (B, L, D)
+
+    Taught in ``chapters/08_pretraining/02_modern_block.ipynb``.
+    """
+
+    def __init__(self, embed_dim: int, hidden: int, bias: bool = False):
+        super().__init__()
+        self.embed_dim = check_int("embed_dim", embed_dim, 1)
+        self.hidden = check_int("hidden", hidden, 1)
+        self.W_1 = nn.Linear(embed_dim, hidden, bias=bias)
+        self.W_2 = nn.Linear(hidden, embed_dim, bias=bias)
+        self.W_3 = nn.Linear(embed_dim, hidden, bias=bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        gated = F.silu(self.W_1(x)) * self.W_3(x)  # (B, L, hidden)
+        return self.W_2(gated)  # (B, L, D)
 
 
 # --- the blocks -----------------------------------------------------------------------
