@@ -39,12 +39,14 @@ from ._checks import (
     check_mask,
     check_probability,
     check_qkv,
+    check_rotary,
     check_sizes,
     checked_by,
     describe,
 )
 from .attention import fused_attention, softmax_attention
 from .masking import allowed_keys
+from .positional import RotaryEmbedding
 
 __all__ = ["split_heads", "merge_heads", "KVCache", "MultiHeadAttention"]
 
@@ -174,6 +176,7 @@ class MultiHeadAttention(nn.Module):
         bias: bool = True,
         kdim: int | None = None,
         vdim: int | None = None,
+        rotary: RotaryEmbedding | None = None,
     ):
         super().__init__()
         self.embed_dim = check_int("embed_dim", embed_dim, 1)
@@ -191,6 +194,7 @@ class MultiHeadAttention(nn.Module):
         self.W_v = nn.Linear(self.vdim, embed_dim, bias=bias)
         self.W_o = nn.Linear(embed_dim, embed_dim, bias=bias)
         self.dropout = nn.Dropout(check_probability("dropout", dropout))
+        self.rotary = rotary
         self.attention_weights: Tensor | None = None
 
     def forward(
@@ -203,13 +207,14 @@ class MultiHeadAttention(nn.Module):
         *,
         need_weights: bool = False,
         cache: KVCache | None = None,
+        positions: Tensor | None = None,
     ) -> Tensor | tuple[Tensor, KVCache]:
-        self.check_inputs(queries, keys, values, valid_lens, mask, cache)
+        self.check_inputs(queries, keys, values, valid_lens, mask, cache, positions)
         num_kv = keys.shape[1] + (0 if cache is None else cache.keys.shape[2])
         # (B, 1, Lq or 1, Lk) or (B, H, Lq, Lk), or None
         allowed = head_mask(queries.shape[:2] + (num_kv,), valid_lens, mask)
         return self.attend(queries, keys, values, allowed, need_weights=need_weights,
-                           cache=cache)
+                           cache=cache, positions=positions)
 
     def attend(
         self,
@@ -220,10 +225,14 @@ class MultiHeadAttention(nn.Module):
         *,
         need_weights: bool = False,
         cache: KVCache | None = None,
+        positions: Tensor | None = None,
     ) -> Tensor | tuple[Tensor, KVCache]:
         """The layer's mathematics, unchecked; ``mask`` broadcasts to (B, H, Lq, Lk).
         With ``keys=values=None`` the cache holds all the keys and values (a
-        cross-attention's memory, projected once by :meth:`project`).
+        cross-attention's memory, projected once by :meth:`project`). With a
+        ``rotary`` embedding (self-attention), the queries and the new keys are rotated
+        at ``positions``, (L,) or (B, L), by default t + arange(L) with t the cached
+        length; the cache keeps its keys rotated.
 
         Shapes:
             as :meth:`forward`
@@ -234,6 +243,13 @@ class MultiHeadAttention(nn.Module):
             k, v = cache  # (B, H, Lk, Dh) each
         else:
             k, v = self.project(keys, values)  # (B, H, Lk, Dh) each
+            if self.rotary is not None:
+                if positions is None:
+                    start = 0 if cache is None else cache.keys.shape[2]
+                    positions = torch.arange(start, start + k.shape[2],
+                                             device=k.device)  # (Lk,)
+                q = self.rotary.at(q, positions)  # (B, H, Lq, Dh)
+                k = self.rotary.at(k, positions)  # (B, H, Lk, Dh)
             if cache is not None and cache.keys.shape[2] > 0:
                 # the positions before, projected at their own step
                 k = torch.cat([cache.keys, k], dim=2)  # (B, H, t + Lk, Dh)
@@ -273,7 +289,7 @@ class MultiHeadAttention(nn.Module):
         return KVCache(empty, empty)
 
     def check_inputs(self, queries, keys, values, valid_lens=None, mask=None,
-                     cache=None) -> None:
+                     cache=None, positions=None) -> None:
         """What :meth:`forward` checks, once: each bad shape, dtype or device named with
         what it got and what was expected."""
         check_qkv(queries, keys, values, same_size=False)
@@ -299,6 +315,9 @@ class MultiHeadAttention(nn.Module):
                     raise ValueError(f"{name} must have shape {expected}, got"
                                      f" {tuple(t.shape)}")
             num_kv += cache.keys.shape[2]
+        if self.rotary is not None or positions is not None:
+            check_rotary(self.rotary, positions, batch_size, num_queries, keys.shape[1],
+                         num_kv)
         if valid_lens is not None:
             check_lengths("valid_lens", valid_lens, num_kv, batch_size, num_queries)
         if isinstance(mask, Tensor) and mask.dim() > 4:

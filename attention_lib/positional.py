@@ -388,6 +388,11 @@ def rotate_pairs(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     Taught in ``chapters/04_self_attention/03_positional_encoding.ipynb``.
     """
     _check_angles(x, cos, sin)
+    return _rotate(x, cos, sin)  # (..., L, Dh)
+
+
+def _rotate(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    # rotate_pairs unchecked: cos and sin broadcast to (..., L, Dh/2)
     dtype = x.dtype
     compute = torch.promote_types(torch.promote_types(dtype, cos.dtype), torch.float32)
     x, cos, sin = x.to(compute), cos.to(compute), sin.to(compute)
@@ -507,6 +512,19 @@ class RotaryEmbedding(nn.Module):
         cos = self.cos[offset : offset + length]  # (L, Dh/2)
         sin = self.sin[offset : offset + length]  # (L, Dh/2)
         return rotate_pairs(x, cos, sin)  # (..., L, Dh)
+
+    def at(self, x: Tensor, positions: Tensor) -> Tensor:
+        """Rotate x at the given positions, unchecked: one row of positions for all
+        examples (L,), or one per example (B, L) with x of shape (B, H, L, Dh).
+
+        Shapes:
+            x: (..., L, Dh); positions: (L,) or (B, L), integer in [0, max_len)
+            returns: (..., L, Dh)
+        """
+        cos, sin = self.cos[positions], self.sin[positions]  # (..., L, Dh/2)
+        if positions.dim() > 1:
+            cos, sin = cos.unsqueeze(-3), sin.unsqueeze(-3)  # (B, 1, L, Dh/2)
+        return _rotate(x, cos, sin)  # (..., L, Dh)
 
     def extra_repr(self) -> str:
         return f"head_dim={self.head_dim}, max_len={self.max_len}, base={self.base}"
