@@ -83,7 +83,8 @@ class PositionWiseFFN(nn.Module):
 
     ``FFN(x) = W_2 dropout(activation(W_1 x + b_1)) + b_2`` with W_1: D → ``ffn_hidden``
     and W_2: ``ffn_hidden`` → D; ``activation`` is ``"relu"`` (the paper) or
-    ``"gelu"``. Dropout sits where ``torch.nn.TransformerEncoderLayer`` puts it.
+    ``"gelu"``; ``bias=False`` drops b_1 and b_2. Dropout sits where
+    ``torch.nn.TransformerEncoderLayer`` puts it.
 
     Shapes:
         x:       (B, L, D) with D = ``embed_dim``
@@ -98,6 +99,7 @@ class PositionWiseFFN(nn.Module):
         ffn_hidden: int,
         dropout: float = 0.0,
         activation: str = "relu",
+        bias: bool = True,
     ):
         super().__init__()
         self.embed_dim = check_int("embed_dim", embed_dim, 1)
@@ -108,8 +110,8 @@ class PositionWiseFFN(nn.Module):
                 f" {describe(activation)}"
             )
         self.activation = activation
-        self.W_1 = nn.Linear(embed_dim, ffn_hidden)
-        self.W_2 = nn.Linear(ffn_hidden, embed_dim)
+        self.W_1 = nn.Linear(embed_dim, ffn_hidden, bias=bias)
+        self.W_2 = nn.Linear(ffn_hidden, embed_dim, bias=bias)
         self.dropout = nn.Dropout(check_probability("dropout", dropout))
 
     def forward(self, x: Tensor) -> Tensor:

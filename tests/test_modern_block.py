@@ -43,3 +43,10 @@ def test_swiglu_formula():
     expected = (F.silu(x @ w1.T) * (x @ w3.T)) @ w2.T
     torch.testing.assert_close(layer(x), expected)
     assert layer.W_1.bias is None
+
+
+def test_ffn_without_bias():
+    ffn = PositionWiseFFN(8, 16, bias=False)
+    assert ffn.W_1.bias is None and ffn.W_2.bias is None
+    x = torch.randn(2, 3, 8)
+    torch.testing.assert_close(ffn(x), F.relu(x @ ffn.W_1.weight.T) @ ffn.W_2.weight.T)
