@@ -78,6 +78,19 @@ from .efficient import (
     peak_memory,
 )
 from .gru import GRUCell, gru_update
+from .lm import (
+    IGNORE_INDEX,
+    SentenceData,
+    SequenceClassifier,
+    TransformerLM,
+    evaluate_lm,
+    generate,
+    lm_loss,
+    load_sentences,
+    mask_tokens,
+    next_word_examples,
+    train_lm,
+)
 from .masking import causal_mask, masked_softmax, valid_lens_to_mask
 from .multihead import MultiHeadAttention, merge_heads, split_heads
 from .positional import (
@@ -130,6 +143,8 @@ from .transformer import (
     TransformerEncoder,
     TransformerEncoderBlock,
     TransformerState,
+    make_ffn,
+    make_norm,
     swiglu_hidden,
     torch_twin,
     warmup_rate,

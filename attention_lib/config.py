@@ -11,6 +11,11 @@ __all__ = [
     "AttentionLMConfig",
     "TransformerConfig",
     "CHAPTER5_TRANSFORMER",
+    "LMConfig",
+    "CHAPTER8_GPT",
+    "CHAPTER8_ABLATION",
+    "MODERN_BLOCK_CHANGES",
+    "CHAPTER8_BERT",
     "DigitCaptionConfig",
     "CHAPTER7_CAPTIONS",
     "ViTComparisonConfig",
@@ -266,3 +271,115 @@ class ViTComparisonConfig(_Settings):
 
 #: Chapter 7's ViT against a CNN of the same size.
 CHAPTER7_VIT = ViTComparisonConfig()
+
+
+# --- chapter 8, language models: decoder-only (GPT) and encoder (BERT) -----------
+
+
+@dataclass(frozen=True)
+class LMConfig(_Settings):
+    """The settings of chapter 8's small language models, trained on the corpus's
+    English sentences.
+
+    ``num_steps``, ``min_freq`` and ``max_train`` go to
+    :func:`~attention_lib.lm.load_sentences`; ``embed_dim`` (D), ``num_heads`` (H),
+    ``ffn_hidden`` (D_ff; the SwiGLU hidden size when ``activation="swiglu"``),
+    ``num_layers`` and the block options ``causal``, ``norm_first``, ``norm``,
+    ``activation``, ``positions``, ``bias``, ``tie_embeddings`` go to
+    :class:`~attention_lib.lm.TransformerLM` (defaults: the 2017 block); ``train_steps``
+    minibatches of ``batch_size`` sentences, AdamW with peak rate ``lr`` and
+    ``weight_decay`` on a one-cycle schedule (``warmup`` of the steps rising);
+    ``seed`` seeds the weights and the minibatches. ``build``, ``optimizer`` and
+    ``schedule`` make what the settings describe; ``with_(**changes)`` returns a copy.
+
+    Shapes:
+        a batch: tokens (batch_size, L) with L <= num_steps; logits (.., V)
+
+    Taught in ``chapters/08_pretraining/01_decoder_only.ipynb``.
+    """
+
+    num_steps: int = 12
+    min_freq: int = 2
+    max_train: int | None = None
+    embed_dim: int = 64
+    num_heads: int = 4
+    ffn_hidden: int = 256
+    num_layers: int = 2
+    causal: bool = True
+    norm_first: bool = False
+    norm: str = "layer"
+    activation: str = "relu"
+    positions: str = "sinusoidal"
+    bias: bool = True
+    tie_embeddings: bool = False
+    train_steps: int = 600
+    batch_size: int = 64
+    lr: float = 3e-3
+    weight_decay: float = 0.01
+    warmup: float = 0.1
+    seed: int = 0
+
+    def build(self, vocab_size: int):
+        """A :class:`~attention_lib.lm.TransformerLM` with these settings and fresh
+        weights (seeded by the caller), room for ``num_steps + 1`` positions.
+
+        Shapes:
+            returns: a module mapping tokens (B, L) to logits (B, L, vocab_size)
+        """
+        from .lm import TransformerLM
+
+        return TransformerLM(
+            vocab_size, self.embed_dim, self.num_heads, self.ffn_hidden,
+            self.num_layers, causal=self.causal, norm_first=self.norm_first,
+            norm=self.norm, activation=self.activation, positions=self.positions,
+            bias=self.bias, tie_embeddings=self.tie_embeddings,
+            max_len=self.num_steps + 1,
+        )
+
+    def optimizer(self, params):
+        """AdamW over ``params`` at ``lr`` with ``weight_decay``.
+
+        Shapes:
+            params: an iterable of parameters; returns: ``torch.optim.AdamW``
+        """
+        import torch
+
+        return torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay)
+
+    def schedule(self, optimizer):
+        """One cycle over ``train_steps``: the rate rises for the first ``warmup`` of
+        them to ``lr``, then anneals (``torch.optim.lr_scheduler.OneCycleLR``).
+
+        Shapes:
+            optimizer: a ``torch.optim.Optimizer``; returns: ``OneCycleLR``
+        """
+        import torch
+
+        return torch.optim.lr_scheduler.OneCycleLR(
+            optimizer, max_lr=self.lr, total_steps=self.train_steps,
+            pct_start=self.warmup)
+
+
+#: Chapter 8's GPT: the chapter-5 (pre-norm) block without cross-attention, as a
+#: next-word model of the corpus's English sentences.
+CHAPTER8_GPT = LMConfig(min_freq=5, norm_first=True, train_steps=800)
+
+#: Chapter 8's ablation starts from the 2017 block (post-norm, LayerNorm, ReLU,
+#: sinusoidal positions, biases, separate output layer), trained for a short budget.
+CHAPTER8_ABLATION = LMConfig(min_freq=5, train_steps=200)
+
+#: Today's block, one change at a time, each on top of the ones before it: (name,
+#: settings changed). SwiGLU's hidden size keeps the feed-forward parameter count.
+MODERN_BLOCK_CHANGES = (
+    ("2017 block", {}),
+    ("pre-norm", dict(norm_first=True)),
+    ("RMSNorm", dict(norm="rms")),
+    ("SwiGLU", dict(activation="swiglu", ffn_hidden=171)),  # swiglu_hidden(256)
+    ("RoPE", dict(positions="rope")),
+    ("no biases", dict(bias=False)),
+    ("tied embeddings", dict(tie_embeddings=True)),
+)
+
+#: Chapter 8's BERT: the same stack without the causal mask, pretrained to fill in
+#: masked words.
+CHAPTER8_BERT = LMConfig(min_freq=5, causal=False, norm_first=True, train_steps=800)

@@ -55,12 +55,15 @@ from ._checks import (
 )
 from .masking import causal_mask
 from .multihead import KVCache, MultiHeadAttention, head_mask
-from .positional import SinusoidalPositionalEncoding
+from .positional import RotaryEmbedding, SinusoidalPositionalEncoding
 
 __all__ = [
     "PositionWiseFFN",
     "AddNorm",
     "RMSNorm",
+    "NORMS",
+    "make_norm",
+    "make_ffn",
     "SwiGLU",
     "swiglu_hidden",
     "TransformerEncoderBlock",
@@ -136,6 +139,9 @@ class AddNorm(nn.Module):
       ``add_norm(x, y) = x + dropout(y)``. The residual path is never normalised, which
       trains deep stacks without a warm-up; the stack then needs one final LayerNorm.
 
+    ``norm="rms"`` puts an :class:`RMSNorm` where the LayerNorm was; ``bias=False``
+    drops the LayerNorm's bias (:func:`make_norm`).
+
     Shapes:
         x, y:    (B, L, D) with D = ``embed_dim``
         returns: (B, L, D)
@@ -143,11 +149,12 @@ class AddNorm(nn.Module):
     Taught in ``chapters/05_transformer/01_transformer.ipynb``.
     """
 
-    def __init__(self, embed_dim: int, dropout: float = 0.0, norm_first: bool = False):
+    def __init__(self, embed_dim: int, dropout: float = 0.0, norm_first: bool = False,
+                 norm: str = "layer", bias: bool = True):
         super().__init__()
         self.embed_dim = check_int("embed_dim", embed_dim, 1)
         self.norm_first = bool(norm_first)
-        self.norm = nn.LayerNorm(embed_dim)
+        self.norm = make_norm(norm, embed_dim, bias)
         self.dropout = nn.Dropout(check_probability("dropout", dropout))
 
     def sublayer_input(self, x: Tensor) -> Tensor:
@@ -194,6 +201,42 @@ class RMSNorm(nn.Module):
 
     def extra_repr(self) -> str:
         return f"{self.embed_dim}, eps={self.eps}"
+
+
+NORMS = ("layer", "rms")
+
+
+def make_norm(norm: str, embed_dim: int, bias: bool = True) -> nn.Module:
+    """The normalisation a block uses: ``"layer"``, ``torch.nn.LayerNorm`` (with a bias
+    unless ``bias=False``), or ``"rms"``, :class:`RMSNorm`; both with eps = 1e-5.
+
+    Shapes:
+        returns: a module mapping (..., D) to (..., D)
+
+    Taught in ``chapters/08_pretraining/02_modern_block.ipynb``.
+    """
+    if norm == "layer":
+        return nn.LayerNorm(embed_dim, eps=1e-5, bias=bias)
+    if norm == "rms":
+        return RMSNorm(embed_dim, eps=1e-5)
+    raise ValueError(f"norm must be one of {NORMS}, got {describe(norm)}")
+
+
+def make_ffn(embed_dim: int, ffn_hidden: int, dropout: float = 0.0,
+             activation: str = "relu", bias: bool = True) -> nn.Module:
+    """The feed-forward sublayer a block uses: :class:`PositionWiseFFN` for
+    ``activation`` ``"relu"`` or ``"gelu"``, :class:`SwiGLU` of hidden size
+    ``ffn_hidden`` for ``"swiglu"`` (for the parameters of a two-matrix FFN of width F,
+    pass ``swiglu_hidden(F)``).
+
+    Shapes:
+        returns: a module mapping (B, L, D) to (B, L, D)
+
+    Taught in ``chapters/08_pretraining/02_modern_block.ipynb``.
+    """
+    if activation == "swiglu":
+        return SwiGLU(embed_dim, ffn_hidden, bias=bias)
+    return PositionWiseFFN(embed_dim, ffn_hidden, dropout, activation, bias=bias)
 
 
 def swiglu_hidden(ffn_hidden: int, multiple_of: int = 1) -> int:
@@ -254,6 +297,12 @@ class TransformerEncoderBlock(nn.Module):
     ``need_weights=True`` keeps the self-attention weights in
     ``self_attention.attention_weights``.
 
+    With a causal mask it is also the block of a decoder-only language model
+    (:class:`~attention_lib.lm.TransformerLM`), and the keyword options build today's
+    variants of it: ``norm="rms"`` (:class:`RMSNorm`), ``activation="swiglu"``
+    (:class:`SwiGLU` of hidden size ``ffn_hidden``), ``bias=False`` (no bias in any
+    projection or norm) and ``rotary`` (RoPE on the queries and keys).
+
     Shapes:
         x:          (B, L, D) with D = ``embed_dim``
         valid_lens: (B,), integer in [0, L], optional
@@ -270,13 +319,18 @@ class TransformerEncoderBlock(nn.Module):
         dropout: float = 0.0,
         norm_first: bool = False,
         activation: str = "relu",
+        *,
+        norm: str = "layer",
+        bias: bool = True,
+        rotary: RotaryEmbedding | None = None,
     ):
         super().__init__()
         self.embed_dim = check_int("embed_dim", embed_dim, 1)
-        self.self_attention = MultiHeadAttention(embed_dim, num_heads, dropout)
-        self.add_norm1 = AddNorm(embed_dim, dropout, norm_first)
-        self.ffn = PositionWiseFFN(embed_dim, ffn_hidden, dropout, activation)
-        self.add_norm2 = AddNorm(embed_dim, dropout, norm_first)
+        self.self_attention = MultiHeadAttention(embed_dim, num_heads, dropout,
+                                                 bias=bias, rotary=rotary)
+        self.add_norm1 = AddNorm(embed_dim, dropout, norm_first, norm, bias)
+        self.ffn = make_ffn(embed_dim, ffn_hidden, dropout, activation, bias)
+        self.add_norm2 = AddNorm(embed_dim, dropout, norm_first, norm, bias)
 
     def forward(
         self, x: Tensor, valid_lens: Tensor | None = None, *, need_weights: bool = False
@@ -288,21 +342,34 @@ class TransformerEncoderBlock(nn.Module):
         return self.encode(x, mask, need_weights=need_weights)
 
     def encode(
-        self, x: Tensor, mask: Tensor | None = None, *, need_weights: bool = False
-    ) -> Tensor:
+        self,
+        x: Tensor,
+        mask: Tensor | None = None,
+        *,
+        need_weights: bool = False,
+        cache: KVCache | None = None,
+        positions: Tensor | None = None,
+    ) -> Tensor | tuple[Tensor, KVCache]:
         """The block's mathematics, unchecked; ``mask`` (True = may attend) broadcasts
-        to (B, H, L, L).
+        to (B, H, L, t + L). With a ``cache`` (a decoder-only model generating), x
+        holds the newest positions, attends over the cache and itself, and the cache
+        grown by x comes back too; ``positions`` go to a rotary embedding.
 
         Shapes:
-            x: (B, L, D); returns: (B, L, D)
+            x: (B, L, D); cache: KVCache of (B, H, t, Dh), optional
+            returns: (B, L, D); with a cache: (B, L, D), KVCache of (B, H, t + L, Dh)
         """
-        # 1. Every position attends to every real position of its sentence.
+        # 1. Every position attends to the positions the mask allows.
         h = self.add_norm1.sublayer_input(x)  # (B, L, D)
-        y = self.self_attention.attend(h, h, h, mask, need_weights=need_weights)
+        y = self.self_attention.attend(h, h, h, mask, need_weights=need_weights,
+                                       cache=cache, positions=positions)
+        if cache is not None:
+            y, cache = y  # (B, L, D), (B, H, t + L, Dh)
         x = self.add_norm1(x, y)  # (B, L, D)
         # 2. The same MLP at every position.
         y = self.ffn(self.add_norm2.sublayer_input(x))  # (B, L, D)
-        return self.add_norm2(x, y)  # (B, L, D)
+        x = self.add_norm2(x, y)  # (B, L, D)
+        return x if cache is None else (x, cache)
 
 
 class TransformerDecoderBlock(nn.Module):

@@ -76,3 +76,13 @@ from .ch07_visual import (
     check_pointing_accuracy,
     check_spatial_gate,
 )
+from .ch08_pretraining import (
+    check_causal_mask_with_offset,
+    check_kv_cache_bytes,
+    check_mlm_masking,
+    check_modern_block_parameters,
+    check_rms_norm,
+    check_sampling_temperature,
+    check_swiglu,
+    check_top_p,
+)
