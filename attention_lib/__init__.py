@@ -73,7 +73,6 @@ from .digits import (
 from .efficient import (
     AttentionPattern,
     chunked_attention,
-    generate,
     local_attention,
     peak_memory,
 )

@@ -355,8 +355,8 @@ def check_memory(x: Tensor, enc_outputs, src_valid_lens, embed_dim: int) -> None
 
 def check_rotary(rotary, positions, batch_size: int, num_queries: int, num_keys: int,
                  num_kv: int) -> None:
-    """A rotary self-attention's ``positions``: (L,) or (B, L) integers in [0,
-    max_len), and as many new keys as queries."""
+    """A rotary self-attention's ``positions``: (L,), (1, L) or (B, L) integers in
+    [0, max_len), and as many new keys as queries."""
     if rotary is None:
         raise ValueError("positions were given to a MultiHeadAttention without a"
                          " rotary embedding; pass rotary=RotaryEmbedding(...)")
@@ -368,11 +368,12 @@ def check_rotary(rotary, positions, batch_size: int, num_queries: int, num_keys:
             raise ValueError(f"the sequence has {num_kv} positions, more than the"
                              f" rotary embedding's max_len={rotary.max_len}")
         return
-    shapes = ((num_queries,), (batch_size, num_queries))
+    shapes = ((num_queries,), (1, num_queries), (batch_size, num_queries))
     if (not isinstance(positions, torch.Tensor) or positions.is_floating_point()
             or positions.dtype == torch.bool or tuple(positions.shape) not in shapes):
-        raise ValueError(f"positions must be integers of shape (L,) = {shapes[0]} or"
-                         f" (B, L) = {shapes[1]}, got {describe(positions)}")
+        raise ValueError(f"positions must be integers of shape (L,) = {shapes[0]},"
+                         f" (1, L) = {shapes[1]} or (B, L) = {shapes[2]}, got"
+                         f" {describe(positions)}")
     if not tracing() and positions.numel() and (
             positions.min() < 0 or positions.max() >= rotary.max_len):
         raise ValueError(f"positions must lie in [0, {rotary.max_len}), got values"

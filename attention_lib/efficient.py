@@ -498,36 +498,56 @@ def local_attention(
 
 @torch.no_grad()
 def generate(
-    decoder, state: Any, start: Tensor, num_tokens: int, use_cache: bool = True
+    decoder,
+    state: Any,
+    start: Tensor,
+    num_tokens: int,
+    use_cache: bool = True,
+    *,
+    choose: Callable[[Tensor], Tensor] | None = None,
+    eos: int | None = None,
 ) -> Tensor:
-    """Greedy generation of exactly ``num_tokens`` tokens (no stop at <eos>), with
-    the decoder's cache or without it.
+    """Generate ``num_tokens`` tokens, with the decoder's cache or without it.
 
-    With the cache, each step feeds only the newest token and the decoder's state
-    carries what came before: T positions processed for T tokens. Without it, each
-    step feeds the whole prefix again from ``state`` as given: 1 + 2 + ... + T =
-    T(T+1)/2 positions. Both give the same tokens (the tests check); the difference
-    is time.
+    With the cache, the first step feeds ``start`` and each later step only the newest
+    token; the decoder's state carries what came before: T positions processed for T
+    tokens. Without it, each step feeds the whole prefix again from ``state`` as
+    given: 1 + 2 + ... + T = T(T+1)/2 positions. Both give the same tokens (the tests
+    check); the difference is time.
 
-    ``decoder`` follows the library's decoder protocol (:mod:`attention_lib.decoding`);
-    ``state`` is its ``init_state(...)``, ``start`` the first input token of each
-    sentence (usually <bos>).
+    ``decoder(tokens, state)`` returns ``(logits, state)``, as the library's decoder
+    protocol does (:mod:`attention_lib.decoding`); ``state`` is its ``init_state(...)``
+    (or an empty cache), ``start`` the first input tokens of each sequence (usually
+    <bos>; a language model's prompt). ``choose`` turns the last position's logits
+    into the next tokens (default: the most likely; a sampler for sampling). With
+    ``eos``, a sequence that has produced it gets ``eos`` from then on, and
+    generation stops early once every sequence has.
 
     Shapes:
-        start:   (B, 1) long
-        returns: (B, T) long, T = ``num_tokens``
+        start:   (B, L0) long, L0 >= 1
+        returns: (B, T) long, T = ``num_tokens`` (fewer if every row ended at eos)
+
+    Taught in ``chapters/06_efficient/04_kv_cache.ipynb``.
     """
     num_tokens = check_int("num_tokens", num_tokens, 0)
-    if not isinstance(start, Tensor) or start.dim() != 2 or start.shape[1] != 1:
+    if not isinstance(start, Tensor) or start.dim() != 2 or start.shape[1] < 1:
         raise ValueError(
-            f"start must be a (B, 1) tensor of token indices, got {describe(start)}"
+            f"start must be a (B, L0) tensor of token indices, got {describe(start)}"
         )
+    choose = choose or (lambda logits: logits.argmax(dim=-1))
+    done = torch.zeros(start.shape[0], dtype=torch.bool, device=start.device)
     tokens = [start]
     current = state
     for _ in range(num_tokens):
         if use_cache:
-            logits, current = decoder(tokens[-1], current)  # (B, 1, V)
+            logits, current = decoder(tokens[-1], current)  # (B, L, V)
         else:
             logits, _ = decoder(torch.cat(tokens, dim=1), state)  # (B, t + 1, V)
-        tokens.append(logits[:, -1:].argmax(dim=-1))  # (B, 1)
-    return torch.cat(tokens[1:], dim=1) if num_tokens else start[:, :0]
+        next_tokens = choose(logits[:, -1])  # (B,)
+        if eos is not None:
+            next_tokens = next_tokens.masked_fill(done, eos)
+            done = done | (next_tokens == eos)
+        tokens.append(next_tokens[:, None])  # (B, 1)
+        if eos is not None and bool(done.all()):
+            break
+    return torch.cat(tokens[1:], dim=1) if len(tokens) > 1 else start[:, :0]

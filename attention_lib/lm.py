@@ -28,8 +28,15 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from ._checks import check_int, check_src_lengths, check_tokens, describe
+from ._checks import (
+    check_int,
+    check_rotary,
+    check_src_lengths,
+    check_tokens,
+    describe,
+)
 from .data import Vocab, load_fra_eng
+from .efficient import generate as generate_tokens
 from .multihead import KVCache, head_mask
 from .masking import causal_mask
 from .positional import RotaryEmbedding, SinusoidalPositionalEncoding
@@ -275,6 +282,10 @@ class TransformerLM(nn.Module):
         if positions is not None and self.positional is not None:
             raise ValueError("positions place tokens for RoPE; this model adds"
                              " sinusoidal positions (build it with positions='rope')")
+        if positions is not None:
+            batch_size, length = tokens.shape
+            check_rotary(self.blocks[0].self_attention.rotary, positions, batch_size,
+                         length, length, cached + length)
         if cached + tokens.shape[1] > self.max_len:
             raise ValueError(
                 f"tokens has L={tokens.shape[1]} positions after {cached} cached ones,"
@@ -375,7 +386,8 @@ def generate(
     generator: torch.Generator | None = None,
     use_cache: bool = True,
 ) -> Tensor:
-    """Continue every prompt by up to ``max_new_tokens`` tokens.
+    """Continue every prompt by up to ``max_new_tokens`` tokens, with chapter 6's
+    :func:`~attention_lib.efficient.generate` loop.
 
     Greedy (the most likely token) unless ``do_sample``: then temperature, top-k and
     top-p filter the logits (in that order) and a token is drawn with ``generator``.
@@ -392,35 +404,24 @@ def generate(
     """
     if not model.causal:
         raise ValueError("generate needs a causal model (causal=True)")
-    check_int("max_new_tokens", max_new_tokens, 0)
     model.eval()
-    tokens = prompt
-    done = torch.zeros(prompt.shape[0], dtype=torch.bool, device=prompt.device)
-    cache = model.empty_cache(prompt.shape[0]) if use_cache else None
-    step_input = prompt  # (B, L0) first, then (B, 1)
-    for _ in range(max_new_tokens):
-        if use_cache:
-            logits, cache = model(step_input, cache=cache)  # (B, L, V)
-        else:
-            logits = model(tokens)  # (B, L0 + i, V): everything again
-        logits = logits[:, -1].float()  # (B, V): the next token's scores
-        if do_sample:
-            logits = apply_temperature(logits, temperature)
-            if top_k is not None:
-                logits = top_k_filter(logits, top_k)
-            if top_p is not None:
-                logits = top_p_filter(logits, top_p)
-            next_token = sample(logits, generator)  # (B,)
-        else:
-            next_token = greedy(logits)  # (B,)
-        if eos is not None:
-            next_token = next_token.masked_fill(done, eos)
-            done = done | (next_token == eos)
-        tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (B, L + 1)
-        step_input = next_token[:, None]  # (B, 1)
-        if eos is not None and bool(done.all()):
-            break
-    return tokens
+
+    def choose(logits: Tensor) -> Tensor:  # (B, V) -> (B,)
+        if not do_sample:
+            return greedy(logits)
+        logits = apply_temperature(logits.float(), temperature)
+        if top_k is not None:
+            logits = top_k_filter(logits, top_k)
+        if top_p is not None:
+            logits = top_p_filter(logits, top_p)
+        return sample(logits, generator)
+
+    def decoder(tokens: Tensor, cache):  # the decoder protocol's call
+        return model(tokens, cache=cache)
+
+    new = generate_tokens(decoder, model.empty_cache(prompt.shape[0]), prompt,
+                          max_new_tokens, use_cache, choose=choose, eos=eos)
+    return torch.cat([prompt, new], dim=1)  # (B, L0 + n)
 
 
 # --- training -------------------------------------------------------------------------

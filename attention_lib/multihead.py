@@ -231,8 +231,8 @@ class MultiHeadAttention(nn.Module):
         With ``keys=values=None`` the cache holds all the keys and values (a
         cross-attention's memory, projected once by :meth:`project`). With a
         ``rotary`` embedding (self-attention), the queries and the new keys are rotated
-        at ``positions``, (L,) or (B, L), by default t + arange(L) with t the cached
-        length; the cache keeps its keys rotated.
+        at ``positions``, (L,), (1, L) or (B, L), by default t + arange(L) with t the
+        cached length; the cache keeps its keys rotated.
 
         Shapes:
             as :meth:`forward`

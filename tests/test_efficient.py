@@ -752,8 +752,8 @@ def test_generate_edge_cases_and_bad_input(model):
     for use_cache in (True, False):
         empty = generate(model.decoder, start_state(model), start, 0, use_cache)
         assert empty.shape == (3, 0) and empty.dtype == torch.long
-    for bad in (torch.full((3,), BOS), torch.full((3, 2), BOS), [[BOS]] * 3):
-        with pytest.raises(ValueError, match=r"start must be a \(B, 1\)"):
+    for bad in (torch.full((3,), BOS), torch.full((3, 0), BOS), [[BOS]] * 3):
+        with pytest.raises(ValueError, match=r"start must be a \(B, L0\)"):
             generate(model.decoder, start_state(model), bad, 3)
     with pytest.raises(ValueError, match="num_tokens"):
         generate(model.decoder, start_state(model), start, -1)

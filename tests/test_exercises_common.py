@@ -17,7 +17,7 @@ from attention_lib.exercises._feedback import Feedback
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = ["ch04_self_attention", "ch05_bug_hunt", "ch05_transformer", "ch06_efficient",
-           "ch07_visual"]
+           "ch07_visual", "ch08_pretraining"]
 CHECKERS = {
     f"{name}.{check}": getattr(importlib.import_module(f"{exercises.__name__}.{name}"),
                                check)

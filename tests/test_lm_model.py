@@ -92,6 +92,9 @@ def test_rope_positions_per_example_shift_like_a_longer_prefix():
     torch.testing.assert_close(shifted, model(tokens), atol=1e-4, rtol=1e-4)
     with pytest.raises(ValueError, match="RoPE"):
         _model()(tokens, positions=torch.arange(5))
+    for bad in (torch.arange(-1, 4), torch.arange(4), torch.arange(20, 25)):
+        with pytest.raises(ValueError, match="positions"):
+            model(tokens, positions=bad)
 
 
 def test_bad_calls_are_named():

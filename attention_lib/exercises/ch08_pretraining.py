@@ -2,13 +2,15 @@
 are easy to get almost right (the causal mask with a cache, temperature and top-p
 sampling, RMSNorm, SwiGLU, BERT's masking) and two counts (a modern block's
 parameters, the KV cache's bytes), against the library: :mod:`attention_lib.sampling`,
-:mod:`attention_lib.transformer`, :mod:`attention_lib.lm`. Counts are made on the
-``meta`` device: sizes only, no memory, no random numbers drawn.
+:mod:`attention_lib.transformer`, :mod:`attention_lib.lm`. Parameters are counted on
+the ``meta`` device (sizes only, no memory); no checker changes the global random
+state.
 
 Taught in ``chapters/08_pretraining/05_exercises.ipynb``.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -187,8 +189,9 @@ def _temperature_variants(logits: Tensor, temperature: float) -> list:
          f"the temperature is missing: these are the probabilities at T = 1. At T ="
          f" {temperature:g} divide the logits by T before the softmax."),
         ((logits * temperature).softmax(dim=-1),
-         "you multiplied the logits by T: divide them, logits / T. Below 1 the"
-         " distribution should get sharper, above 1 flatter; yours does the"
+         "you multiplied the logits by T (or raised the probabilities to the power T"
+         " and renormalised, the same thing): divide the logits, logits / T. Below"
+         " 1 the distribution should get sharper, above 1 flatter; yours does the"
          " opposite."),
         (probs / temperature,
          "you divided the probabilities by T, after the softmax: they no longer sum to"
@@ -198,10 +201,6 @@ def _temperature_variants(logits: Tensor, temperature: float) -> list:
          "you raised the probabilities to the power 1/T after the softmax. That has"
          " the right shape (p^(1/T) ∝ exp(logits / T)) but no longer sums to 1:"
          " divide the logits by T before the softmax (or renormalise)."),
-        (probs ** temperature / (probs ** temperature).sum(-1, keepdim=True),
-         "you raised the probabilities to the power T: that is softmax(logits · T),"
-         " the temperature the wrong way round. The power is 1/T, or divide the"
-         " logits by T before the softmax."),
         (logits / temperature,
          "these are the tempered logits: apply the softmax to turn them into"
          " probabilities."),
@@ -219,8 +218,8 @@ def check_sampling_temperature(fn) -> Feedback:
     """Check ``fn(logits, temperature) -> probs``: softmax(logits / T) over the
     vocabulary, as :func:`~attention_lib.sampling.apply_temperature` then a softmax.
     Names the temperature forgotten or multiplied, applied after the softmax (divided,
-    or a power left unnormalised), the power T, logits or log-probabilities returned,
-    and a softmax over the batch.
+    or a power left unnormalised), logits or log-probabilities returned, and a softmax
+    over the batch.
 
     Shapes:
         fn: (logits (B, V), float T) -> probs (B, V)
@@ -242,14 +241,15 @@ def check_sampling_temperature(fn) -> Feedback:
 
 # --- 3. top-p (nucleus) filtering -----------------------------------------------------
 
-# (B, V, p, seed): the top token's probability stays below p in every row, so that
-# every rule keeps at least one token; the rows keep nuclei of different sizes.
-_TOP_P_CASES = ((3, 10, 0.8, 0), (2, 12, 0.6, 1))
+# (B, V, p, seed): the top token's probability stays below p and 1 - p in every row,
+# so that every rule keeps at least one token and none keeps them all; the rows keep
+# nuclei of different sizes.
+_TOP_P_CASES = ((3, 10, 0.6, 0), (2, 12, 0.5, 3))
 
 
 def _top_p_case(batch, vocab, p, seed):
     gen = torch.Generator().manual_seed(820 + seed)
-    return 1.5 * torch.randn(batch, vocab, generator=gen), p  # (B, V), p
+    return torch.randn(batch, vocab, generator=gen), p  # (B, V), p
 
 
 def _nucleus(logits: Tensor, p: float) -> Tensor:
@@ -337,8 +337,8 @@ def check_top_p(fn) -> Feedback:
     def explain(got, expected, logits, p):
         nan = _nan_text(got, "probabilities")
         if nan is not None:
-            return (nan + " A row of zeros renormalised is 0 / 0: the nucleus was empty."
-                    " The most likely token is always kept.")
+            return (nan + " A row of zeros renormalised is 0 / 0: the nucleus was"
+                    " empty. The most likely token is always kept.")
         kept = (expected[0] > 0).int().tolist()
         return (f"row 0 keeps the tokens {kept} (1 = kept), with probabilities"
                 f" {[round(v, 3) for v in expected[0].tolist()]}; yours are"
@@ -374,9 +374,7 @@ def _rms_case(shape, scale, eps, seed):
 def _rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
     """The reference: the library's :class:`~attention_lib.transformer.RMSNorm` with
     ``weight``. Same shape as x."""
-    with torch.device("meta"):
-        norm = RMSNorm(x.shape[-1], eps)
-    norm = norm.to_empty(device="cpu")
+    norm = RMSNorm(x.shape[-1], eps)  # its weight starts as ones: no random draws
     with torch.no_grad():
         norm.weight.copy_(weight)
         return norm(x)
@@ -475,9 +473,8 @@ def _swiglu_case(batch, length, width, hidden, seed):
 def _swiglu(x: Tensor, w_1: nn.Linear, w_2: nn.Linear, w_3: nn.Linear) -> Tensor:
     """The reference: the library's :class:`~attention_lib.transformer.SwiGLU` with
     these weights. (B, L, D)."""
-    with torch.device("meta"):
+    with torch.random.fork_rng(devices=[]):  # the global random state is left alone
         ffn = SwiGLU(x.shape[-1], w_1.out_features)
-    ffn = ffn.to_empty(device="cpu")
     ffn.load_state_dict({"W_1.weight": w_1.weight, "W_2.weight": w_2.weight,
                          "W_3.weight": w_3.weight})
     with torch.no_grad():
@@ -613,8 +610,8 @@ def _mlm_structure(tokens, inputs, labels) -> str | None:
     if bool(touched.any()):
         return (f"you masked padding: {int(touched.sum())} of the"
                 f" {int(padding.sum())} padding positions were chosen (their label is"
-                f" not {IGNORE_INDEX}) or changed. Padding is not text: never choose it."
-                " Leave out every special id before drawing, e.g. ordinary ="
+                f" not {IGNORE_INDEX}) or changed. Padding is not text: never choose"
+                " it. Leave out every special id before drawing, e.g. ordinary ="
                 " ~torch.isin(tokens, torch.tensor(special_ids)).")
     for name, token in (("[CLS]", _CLS), ("[SEP]", _SEP)):
         touched = (tokens == token) & (chosen | changed)
@@ -631,6 +628,11 @@ def _mlm_structure(tokens, inputs, labels) -> str | None:
                     " recover.")
         return ("where a token is chosen, its label must be the original token;"
                 f" {int(wrong.sum())} of your labels are not.")
+    if bool((changed & ~chosen).any()) and bool((inputs[chosen] == _MASK).all()):
+        return ("your labels mark only the [MASK] positions. The tokens replaced by a"
+                " random token and those kept as they are were chosen too: they get"
+                " their original token as label, and the loss is computed at all of"
+                " them.")
     if bool((changed & ~chosen).any()):
         return (f"you changed {int((changed & ~chosen).sum())} positions that you did"
                 f" not choose (their label is {IGNORE_INDEX}). Only the chosen tokens"
@@ -736,6 +738,7 @@ def check_mlm_masking(fn) -> Feedback:
 _MODERN_CASES = ((64, 4, 172), (96, 6, 256), (48, 2, 128), (128, 8, 344))
 
 
+@functools.lru_cache(maxsize=None)  # counted once per case
 def _modern_block_parameters(width: int, num_heads: int, hidden: int) -> int:
     """The reference: the parameters of the library's parts, counted on the ``meta``
     device: MultiHeadAttention(D, H, bias=False), SwiGLU(D, h), two RMSNorm(D)."""
@@ -809,13 +812,15 @@ _KV_CASES = ((2, 3, 4, 8, 10, 4), (1, 6, 2, 16, 7, 2), (3, 2, 8, 4, 5, 2),
 _DTYPES = {2: torch.bfloat16, 4: torch.float32, 8: torch.float64}
 
 
+@functools.lru_cache(maxsize=None)  # counted once per case
 def _kv_cache_bytes(batch_size, num_layers, num_heads, head_dim, length, size) -> int:
     """The reference: the bytes of the caches of ``num_layers`` library attention
-    layers after ``length`` tokens, measured on the ``meta`` device."""
+    layers after ``length`` tokens, measured on one layer (the global random state
+    is left alone)."""
     dtype, width = _DTYPES[size], num_heads * head_dim
-    with torch.device("meta"):
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
         layer = MultiHeadAttention(width, num_heads, bias=False).to(dtype)
-        x = torch.empty(batch_size, length, width, dtype=dtype)  # (B, T, D)
+        x = torch.zeros(batch_size, length, width, dtype=dtype)  # (B, T, D)
         _, cache = layer(x, x, x, cache=layer.empty_cache(batch_size, x))
     return num_layers * sum(t.numel() * t.element_size() for t in cache)
 
@@ -860,6 +865,6 @@ def check_kv_cache_bytes(fn) -> Feedback:
         explain_case=explain_case,
         correct="Correct: 2·N·B·H·T·Dh·s, keys and values in every layer. It grows"
         " linearly with T and with the batch: for 32 layers of 32 heads of 128 in"
-        f" bfloat16, {_kv_cache_bytes(1, 32, 32, 128, 4096, 2) / 2**30:g} GiB per"
+        f" bfloat16, {2 * 32 * 32 * 4096 * 128 * 2 / 2**30:g} GiB per"
         " sequence of 4,096 tokens.",
     )
