@@ -366,7 +366,7 @@ CHAPTER8_GPT = LMConfig(min_freq=5, norm_first=True, train_steps=800)
 
 #: Chapter 8's ablation starts from the 2017 block (post-norm, LayerNorm, ReLU,
 #: sinusoidal positions, biases, separate output layer), trained for a short budget.
-CHAPTER8_ABLATION = LMConfig(min_freq=5, train_steps=200)
+CHAPTER8_ABLATION = LMConfig(min_freq=5, train_steps=150)
 
 #: Today's block, one change at a time, each on top of the ones before it: (name,
 #: settings changed). SwiGLU's hidden size keeps the feed-forward parameter count.

@@ -8,6 +8,8 @@
 * :func:`compare_bleu` says whether one system's corpus BLEU is really higher than
   another's on the same sentences: sacrebleu's paired bootstrap resampling (Koehn,
       2004).
+* :func:`mean_interval` is the mean of a few runs (seeds) and the half-width of its 95 %
+  t-interval, for results that vary from run to run.
 * :func:`copy_accuracy` and :func:`alignment_hits` measure what BLEU cannot: how well a
   model copies, and how often its attention looks at the source word it copies.
 
@@ -34,6 +36,7 @@ __all__ = [
     "bleu_interval",
     "copy_accuracy",
     "alignment_hits",
+    "mean_interval",
 ]
 
 
@@ -378,3 +381,26 @@ def alignment_hits(
     if words == 0:
         return {"words": 0, "hits": math.nan, "uniform": math.nan}
     return {"words": words, "hits": hits / words, "uniform": chance / words}
+
+
+def mean_interval(values, confidence: float = 0.95) -> tuple[float, float]:
+    """The mean of a few runs' values (one per seed, say) and the half-width of its
+    Student-t interval: ``mean ± half`` covers the true mean with probability
+    ``confidence`` if the runs are independent and roughly normal. For paired
+    comparisons, pass the per-seed differences.
+
+    Shapes:
+        values: a sequence of at least 2 numbers; returns: (mean, half-width), floats
+
+    Taught in ``chapters/07_visual/03_vision_transformer.ipynb``.
+    """
+    from scipy import stats
+
+    values = [float(v) for v in values]
+    if len(values) < 2:
+        raise ValueError(f"values must hold at least 2 runs, got {len(values)}")
+    n = len(values)
+    mean = sum(values) / n
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = stats.t.ppf(0.5 + confidence / 2, n - 1) * std / math.sqrt(n)
+    return mean, float(half)

@@ -49,7 +49,6 @@ GAPS = {
     "efficient.attend": {"Taught in"},
     "efficient.chunked_attention": {"Taught in"},
     "efficient.flex_attention_available": {"Shapes:", "Taught in"},
-    "efficient.generate": {"Taught in"},
     "efficient.local_attention": {"Taught in"},
     "efficient.merge_partials": {"Taught in"},
     "training.History": {"Shapes:"},

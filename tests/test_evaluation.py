@@ -361,3 +361,18 @@ def test_alignment_hits_with_uniform_weights_matches_the_baseline_and_checks_inp
         alignment_hits(sources, outputs, [torch.ones(1, 2)])
     with pytest.raises(ValueError, match="window"):
         alignment_hits(sources, outputs, [torch.ones(1, 3)], window=-1)
+
+
+def test_mean_interval_is_the_t_interval():
+    import numpy as np
+    from scipy import stats
+
+    from attention_lib.evaluation import mean_interval
+
+    values = [0.71, 0.74, 0.69, 0.77, 0.72]
+    mean, half = mean_interval(values)
+    low, high = stats.t.interval(0.95, 4, loc=np.mean(values), scale=stats.sem(values))
+    assert abs(mean - np.mean(values)) < 1e-12 and abs(half - (high - low) / 2) < 1e-12
+    assert mean_interval([1.0, 1.0, 1.0]) == (1.0, 0.0)
+    with pytest.raises(ValueError, match="at least 2"):
+        mean_interval([0.5])
