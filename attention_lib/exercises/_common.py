@@ -139,3 +139,10 @@ def check_choice(choice, choices: dict) -> Feedback:
         return Feedback.wrong(
             f"{choice!r} is not one of the choices: answer {letters}.")
     return Feedback(*choices[key])
+
+
+def triangle(num_queries: int, num_kv: int, diagonal: int, upper=False) -> Tensor:
+    """The lower (or, ``upper=True``, upper) triangle of a (Lq, Lk) boolean matrix from
+    ``diagonal`` on: the correct causal mask and its typical mistakes."""
+    ones = torch.ones(num_queries, num_kv, dtype=torch.bool)
+    return ones.triu(diagonal) if upper else ones.tril(diagonal)

@@ -14,7 +14,7 @@ from torch import Tensor
 
 from ..masking import causal_mask, valid_lens_to_mask
 from ..multihead import MultiHeadAttention, merge_heads, split_heads
-from ._common import heads_attention, merge_view, read_mask, split_view
+from ._common import heads_attention, merge_view, read_mask, split_view, triangle
 from ._feedback import (
     Feedback,
     checker,
@@ -32,14 +32,9 @@ __all__ = ["check_causal_mask", "check_cross_attention", "check_attention_step"]
 _MASK_CASES = ((4, 4), (3, 7), (1, 5))
 
 
-def _triangle(num_queries: int, num_kv: int, diagonal: int, upper=False) -> Tensor:
-    ones = torch.ones(num_queries, num_kv, dtype=torch.bool)
-    return ones.triu(diagonal) if upper else ones.tril(diagonal)
-
-
 def _mask_variants(num_queries: int, num_kv: int) -> list[tuple[Tensor, str]]:
     offset = num_kv - num_queries  # positions already in the cache
-    expected = _triangle(num_queries, num_kv, offset)
+    expected = triangle(num_queries, num_kv, offset)
     variants = [
         (~expected,
          "your mask is inverted: True where a query may NOT attend. That is the"
@@ -49,23 +44,23 @@ def _mask_variants(num_queries: int, num_kv: int) -> list[tuple[Tensor, str]]:
          "no mask: every query may attend to every position, the future included,"
          " so in training each position can read the token it must predict. Keep"
          " the lower triangle."),
-        (_triangle(num_queries, num_kv, offset - 1),
+        (triangle(num_queries, num_kv, offset - 1),
          "diagonal hidden: query i does not see its own position (tril(-1), or"
          " triu(0) negated). The first position then has no key at all. A query"
          " may attend to itself: keep the diagonal, tril(diagonal=0) without a"
          " cache."),
-        (_triangle(num_queries, num_kv, offset, upper=True),
+        (triangle(num_queries, num_kv, offset, upper=True),
          "transposed (hides the past): query i sees its own position and the later"
          " ones, not the earlier ones: you kept the upper triangle (triu). Keep the"
          " lower one, tril."),
-        (_triangle(num_queries, num_kv, offset)
-         & _triangle(num_queries, num_kv, offset, upper=True),
+        (triangle(num_queries, num_kv, offset)
+         & triangle(num_queries, num_kv, offset, upper=True),
          "each query sees only its own position: it must see every earlier"
          " position too (the lower triangle, diagonal included)."),
     ]
     if offset:
         variants.append((
-            _triangle(num_queries, num_kv, 0),
+            triangle(num_queries, num_kv, 0),
             f"offset wrong with a cache: your query i sees positions 0 to i, but with"
             f" t = Lk - Lq = {offset} positions in the cache it sits at position t + i"
             f" and must see positions 0 to t + i. Shift the diagonal:"

@@ -22,7 +22,7 @@ from ..masking import causal_mask
 from ..multihead import MultiHeadAttention
 from ..sampling import apply_temperature, top_p_filter
 from ..transformer import RMSNorm, SwiGLU
-from ._common import read_mask
+from ._common import read_mask, triangle
 from ._feedback import (
     Feedback,
     checker,
@@ -61,11 +61,6 @@ def _nan_text(got: Tensor, what: str) -> str | None:
 _MASK_CASES = ((4, 0), (3, 4), (1, 5))
 
 
-def _lower(num_queries: int, num_kv: int, diagonal: int, upper=False) -> Tensor:
-    ones = torch.ones(num_queries, num_kv, dtype=torch.bool)
-    return ones.triu(diagonal) if upper else ones.tril(diagonal)
-
-
 def _offset_mask(num_queries: int, offset: int) -> Tensor:
     """The reference: :func:`~attention_lib.causal_mask` of Lq queries and t + Lq
     keys. (Lq, t + Lq) bool."""
@@ -79,16 +74,16 @@ def _mask_variants(num_queries: int, offset: int) -> list:
         (~expected,
          "your mask is inverted: True where a query may NOT attend. In the library and"
          " in F.scaled_dot_product_attention, True means 'may attend'. Negate it."),
-        (_lower(num_queries, num_kv, offset - 1),
+        (triangle(num_queries, num_kv, offset - 1),
          "off by one: query i does not see its own position (tril(diagonal=t - 1), or"
          " key < query instead of key ≤ query). Without a cache the first query then"
          " has no key at all. A query may attend to itself: keep the diagonal,"
          " tril(diagonal=t)."),
-        (_lower(num_queries, num_kv, offset + 1),
+        (triangle(num_queries, num_kv, offset + 1),
          "off by one the other way: query i also sees position t + i + 1, the very"
          " token it is trained to predict, so training learns to copy it. Keep"
          " key ≤ query, tril(diagonal=t)."),
-        (_lower(num_queries, num_kv, offset, upper=True),
+        (triangle(num_queries, num_kv, offset, upper=True),
          "transposed: query i sees its own position and the later ones, not the"
          " earlier ones (triu, or key ≥ query). Keep the lower triangle, tril."),
         (torch.ones_like(expected),
@@ -97,7 +92,7 @@ def _mask_variants(num_queries: int, offset: int) -> list:
     ]
     if offset:
         variants.append((
-            _lower(num_queries, num_kv, 0),
+            triangle(num_queries, num_kv, 0),
             f"offset ignored: your query i sees positions 0 to i, but with t = {offset}"
             f" positions in the cache it sits at position t + i = {offset} + i and"
             " must see positions 0 to t + i. Shift the diagonal: tril(diagonal=t).",
