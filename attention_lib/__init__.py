@@ -29,7 +29,12 @@ from .attention import (
     dot_product_scores,
     dot_product_attention,
 )
-from .bahdanau import BahdanauDecoder, BahdanauState
+from .bahdanau import (
+    COMPARISON_MODELS,
+    BahdanauDecoder,
+    BahdanauState,
+    comparison_models,
+)
 from .claims import ClaimError, claim, glue
 from .decoding import Decoder, beam_search, greedy_decode, translate
 from .data import (
@@ -57,6 +62,7 @@ from .evaluation import (
     compare_bleu,
     copy_accuracy,
     corpus_bleu,
+    format_p,
 )
 from .digits import (
     CAPTION_VOCAB_SIZE,

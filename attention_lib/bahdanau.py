@@ -31,8 +31,9 @@ from ._checks import check_src_lengths, check_tokens, describe
 from .attention import AdditiveAttention
 from .gru import GRUCell
 from .masking import valid_lens_to_mask
+from .seq2seq import EncoderDecoder, Seq2SeqEncoder
 
-__all__ = ["BahdanauState", "BahdanauDecoder"]
+__all__ = ["BahdanauState", "BahdanauDecoder", "COMPARISON_MODELS", "comparison_models"]
 
 
 class BahdanauState(NamedTuple):
@@ -65,6 +66,12 @@ class BahdanauDecoder(nn.Module):
     ``torch.nn.GRU``. After a call with ``need_weights=True``, ``attention_weights``
     holds the weights of every step (otherwise None).
 
+    ``attend=False`` builds the same decoder without attention: the context at every
+    step is the encoder's final top-layer state, as in chapter 1's decoder, and there are
+    no ``W_q``, ``W_k``, ``w_v``. Chapter 3 uses it as the fixed-context baseline, so
+    that it runs the same GRU cell as the attention decoders (see
+    :func:`comparison_models`).
+
     ``init`` says where the decoder's first state comes from. ``"final"`` copies the
     encoder's final state (the encoder and decoder have the same sizes; d2l's decoder
     does this). ``"backward"`` is Bahdanau et al.'s (2014) choice for a bidirectional
@@ -94,11 +101,18 @@ class BahdanauDecoder(nn.Module):
         precompute_keys: bool = True,
         key_size: int | None = None,
         init: str = "final",
+        attend: bool = True,
     ):
         super().__init__()
         if init not in ("final", "backward"):
             raise ValueError(f"init must be 'final' or 'backward', got {init!r}")
         key_size = num_hiddens if key_size is None else key_size
+        if not attend and (init != "final" or key_size != num_hiddens):
+            raise ValueError(
+                "attend=False takes the context from the encoder's final state: it needs"
+                f" init='final' and key_size == num_hiddens, got init={init!r},"
+                f" key_size={key_size}"
+            )
         if init == "backward" and key_size % 2:
             raise ValueError(
                 "init='backward' needs a bidirectional encoder's states: key_size must"
@@ -112,7 +126,9 @@ class BahdanauDecoder(nn.Module):
         )
         self.precompute_keys = precompute_keys
         self.embedding = nn.Embedding(vocab_size, embed_size)
-        self.attention = AdditiveAttention(key_size, num_hiddens, num_hiddens)
+        self.attention = (
+            AdditiveAttention(key_size, num_hiddens, num_hiddens) if attend else None
+        )
         # The paper's s_0 = tanh(W_s h_1^←): the backward encoder's state after reading
         # the whole sentence.
         self.W_s = nn.Linear(key_size // 2, num_hiddens) if init == "backward" else None
@@ -144,6 +160,10 @@ class BahdanauDecoder(nn.Module):
             # Layer by layer, torch.nn.GRU stores (forward, backward): take the backward
             # states.
             hidden = torch.tanh(self.W_s(hidden[1::2]))  # (num_layers, B, Ds)
+        if self.attention is None:
+            # No attention: one context for every step, the encoder's final top-layer
+            # state, kept where the attention decoder keeps its values.
+            return BahdanauState(hidden[-1].unsqueeze(1), None, None, hidden)
         # W_k h_t does not depend on the decoder's step: project the keys once per
         # sentence.
         projected_keys = (
@@ -205,10 +225,13 @@ class BahdanauDecoder(nn.Module):
         for t in range(tgt_input.shape[1]):
             # 2. Attend with the previous state of the top layer as the query.
             query = layers[-1].unsqueeze(1)  # (B, 1, Ds)
-            context = self.attention(query, enc_outputs, enc_outputs, mask=src_mask,
-                                     projected_keys=projected_keys,
-                                     need_weights=need_weights)  # (B, 1, key_size)
-            weights.append(self.attention.attention_weights)  # (B, 1, Lk) or None
+            if self.attention is None:  # the fixed context: (B, 1, Ds)
+                context = enc_outputs
+            else:
+                context = self.attention(query, enc_outputs, enc_outputs, mask=src_mask,
+                                         projected_keys=projected_keys,
+                                         need_weights=need_weights)  # (B, 1, key_size)
+                weights.append(self.attention.attention_weights)  # (B, 1, Lk) or None
             # 3. First layer: the GRU update with input [y_{t'-1}; c_t'], i.e. W_y y +
             # W_c c + b. (B, 3*Ds)
             input_proj = input_projs[:, t] + first.project_context(context.squeeze(1))
@@ -220,7 +243,9 @@ class BahdanauDecoder(nn.Module):
                 layers[i] = self.cells[i](self.dropout(layers[i - 1]), layers[i])
             outputs.append(layers[-1])
         # (B, Lq, Lk), or None
-        self.attention_weights = torch.cat(weights, dim=1) if need_weights else None
+        self.attention_weights = (
+            torch.cat(weights, dim=1) if need_weights and weights else None
+        )
         # 5. One output projection for all steps after the loop.
         logits = self.dense(torch.stack(outputs, dim=1))  # (B, Lq, V)
         # hidden: (num_layers, B, Ds)
@@ -242,3 +267,71 @@ class BahdanauDecoder(nn.Module):
             pick(state.src_mask),
             pick(state.hidden, dim=1),
         )
+
+
+#: Chapter 3's three models, in the order the chapter trains them.
+COMPARISON_MODELS = ("fixed context", "attention", "attention, bidirectional")
+
+
+def comparison_models(
+    config, src_vocab_size: int, tgt_vocab_size: int, seed: int
+) -> dict[str, EncoderDecoder]:
+    """Chapter 3's three encoder–decoders, equal at initialisation wherever they do not
+    differ by design.
+
+    All three decoders run the same GRU cell (Cho et al.'s, the reset gate before the
+    product: ``reset_after=False``) with input ``[y; c]``. They differ only in where
+    ``c`` comes from:
+
+    * ``"fixed context"``: the encoder's final state, the same at every step
+      (``attend=False``);
+    * ``"attention"``: additive attention over the encoder's states (adds ``W_q``,
+      ``W_k``, ``w_v``);
+    * ``"attention, bidirectional"``: the same attention over a bidirectional encoder
+      (``config.num_hiddens // 2`` units per direction, so the keys have as many
+      numbers as the others'), and the paper's first state ``s_0 = tanh(W_s h_1^←)``.
+
+    The fixed-context model is built first from ``seed``; the others then take its
+    source and target embeddings, its decoder's GRU cells and its output layer, and the
+    left-to-right attention model its encoder GRU too. What remains different is what
+    the names say: the attention parameters, and the bidirectional encoder's GRU and
+    ``W_s``.
+
+    Shapes:
+        config: a :class:`~attention_lib.config.Seq2SeqConfig` (E = embed_size,
+            Ds = num_hiddens, num_layers); returns {name: model}, each model
+            src (B, Lk), src_valid_lens (B,), tgt_input (B, Lq) -> logits (B, Lq, V)
+
+    Taught in ``chapters/03_bahdanau/02_training_and_results.ipynb``.
+    """
+    E, Ds, layers = config.embed_size, config.num_hiddens, config.num_layers
+
+    def build(name: str) -> EncoderDecoder:
+        torch.manual_seed(seed)
+        bidirectional = name == "attention, bidirectional"
+        encoder = Seq2SeqEncoder(
+            src_vocab_size, E, Ds // 2 if bidirectional else Ds, layers,
+            dropout=config.dropout, bidirectional=bidirectional,
+        )
+        decoder = BahdanauDecoder(
+            tgt_vocab_size, E, Ds, layers, config.dropout, key_size=Ds,
+            init="backward" if bidirectional else "final",
+            attend=name != "fixed context",
+        )
+        return EncoderDecoder(encoder, decoder)
+
+    models = {name: build(name) for name in COMPARISON_MODELS}
+    shared = models["fixed context"]
+    for name in COMPARISON_MODELS[1:]:
+        model = models[name]
+        parts = [
+            (model.encoder.embedding, shared.encoder.embedding),
+            (model.decoder.embedding, shared.decoder.embedding),
+            (model.decoder.cells, shared.decoder.cells),
+            (model.decoder.dense, shared.decoder.dense),
+        ]
+        if name == "attention":  # the same left-to-right encoder
+            parts.append((model.encoder.rnn, shared.encoder.rnn))
+        for part, source in parts:
+            part.load_state_dict(source.state_dict())
+    return models

@@ -53,6 +53,7 @@ def claim(
     low: float | None = None,
     high: float | None = None,
     about: str = "",
+    backs: str = "",
     checked: bool = True,
 ):
     """Check that ``value`` lies in ``[low, high]``, glue it under ``name``, and return
@@ -62,6 +63,10 @@ def claim(
     spread of the value measured over several runs (say which in ``about`` or in a
     comment beside the call). ``value`` may be a bool (a claim that simply holds or
     not): then neither bound is given.
+
+    ``backs`` quotes the sentence of the page that the claim backs; the book's page
+    "How the numbers are checked" shows it beside the range, so a reader can see that
+    the range fails when the sentence becomes false.
 
     ``checked=False`` is for a claim the prose makes about one kind of machine only,
     say a timing slope on a CPU, where the same quantity on a GPU measures kernel

@@ -32,6 +32,7 @@ __all__ = [
     "bleu",
     "corpus_bleu",
     "compare_bleu",
+    "format_p",
     "bleu_by_length",
     "bleu_interval",
     "copy_accuracy",
@@ -104,6 +105,7 @@ def compare_bleu(
     systems: dict[str, Sequence[str]],
     references: Sequence[str],
     num_samples: int = 1000,
+    groups: Sequence | None = None,
 ) -> list[tuple[str, float, float, float | None]]:
     """Corpus BLEU of several systems with 95% intervals, each compared with the first
     by paired bootstrap.
@@ -113,16 +115,27 @@ def compare_bleu(
     the system's BLEU. The p-value tests whether a system differs from the first (the
     baseline) at all, in either direction: it is the share of resamples whose
     difference, centred on the resamples' mean, is larger than the difference on the
-    whole set. Small means the difference is unlikely to be luck of the sample of test
-    sentences (it says nothing about luck in training). Computed by sacrebleu
-    (``PairedTest``, ``test_type="bs"``, as Moses' script does), on the book's
-    tokenisation, with sacrebleu's fixed seed, so repeated calls give the same numbers.
+    whole set, counted with one added to the count and to the number of resamples
+    (Moses' and sacrebleu's convention): so the smallest p-value it can return is
+    ``1 / (num_samples + 1)``, and a p-value there means "at most that"
+    (:func:`format_p`). A small p-value says that a difference this large would be rare
+    if the systems were equally good on sentences like these; it says nothing about luck
+    in training. Without ``groups`` it is computed by sacrebleu (``PairedTest``,
+    ``test_type="bs"``, as Moses' script does), on the book's tokenisation, with
+    sacrebleu's fixed seed, so repeated calls give the same numbers.
+
+    Resampling lines treats them as independent. When the test set holds the same
+    source sentence several times (with different references), its lines are not: pass
+    ``groups`` (one label per line, e.g. the source sentence) and whole groups are
+    resampled, each with all its lines (a cluster bootstrap), with the same centred test
+    and a percentile interval, seeded.
 
     Returns one ``(name, bleu, half_width, p_value)`` per system, in order; the
     baseline's p-value is None.
 
     Shapes:
-        systems: name -> N strings (the first is the baseline); references: N strings
+        systems: name -> N strings (the first is the baseline); references: N strings;
+        groups: N hashable labels or None
 
     Taught in ``chapters/03_bahdanau/02_training_and_results.ipynb``.
     """
@@ -150,6 +163,8 @@ def compare_bleu(
                 f"system {name!r} has {len(hypotheses)} hypotheses but there are "
                 f"{len(references)} references"
             )
+    if groups is not None:
+        return _compare_bleu_grouped(systems, references, num_samples, groups)
     test = PairedTest(
         [(name, list(h)) for name, h in systems.items()],
         {"BLEU": BLEU(tokenize="none", force=True)},
@@ -161,6 +176,80 @@ def compare_bleu(
     return [
         (name, r.score, r.ci, r.p_value) for name, r in zip(systems, scores["BLEU"])
     ]
+
+
+def _group_stats(hypotheses, references, groups):
+    """sacrebleu's n-gram statistics of each line, summed over each group: (G, S)."""
+    import numpy as np
+    from sacrebleu.metrics import BLEU
+
+    metric = BLEU(tokenize="none", force=True)
+    # One row of n-gram counts per sentence; a corpus's counts are their sum.
+    stats = np.array(metric._extract_corpus_statistics(hypotheses, [references]))
+    if groups is None:
+        return metric, stats
+    labels = {label: i for i, label in enumerate(dict.fromkeys(groups))}
+    index = np.array([labels[label] for label in groups])
+    summed = np.zeros((len(labels), stats.shape[1]), dtype=stats.dtype)
+    np.add.at(summed, index, stats)
+    return metric, summed
+
+
+def _resampled_scores(metric, stats, samples):
+    """BLEU of each resample: rows of ``samples`` index the rows of ``stats``."""
+    import numpy as np
+
+    return np.array(
+        [metric._compute_score_from_stats(stats[rows].sum(axis=0).tolist()).score
+         for rows in samples]
+    )
+
+
+def _compare_bleu_grouped(systems, references, num_samples, groups):
+    import numpy as np
+
+    groups = list(groups)
+    if len(groups) != len(references):
+        raise ValueError(
+            f"groups must have one label per line ({len(references)}), got"
+            f" {len(groups)}"
+        )
+    per_system = {
+        name: _group_stats(hypotheses, references, groups)
+        for name, hypotheses in systems.items()
+    }
+    num_groups = len(next(iter(per_system.values()))[1])
+    samples = np.random.default_rng(12345).integers(
+        0, num_groups, (num_samples, num_groups))  # (num_samples, G)
+    rows, baseline = [], None
+    for name, (metric, stats) in per_system.items():
+        scores = _resampled_scores(metric, stats, samples)
+        whole = corpus_bleu(systems[name], references)
+        low, high = np.percentile(scores, [2.5, 97.5])
+        p_value = None
+        if baseline is None:
+            baseline = (whole, scores)
+        else:
+            diff, diffs = whole - baseline[0], scores - baseline[1]
+            extreme = np.abs(diffs - diffs.mean()) > abs(diff)
+            p_value = float((extreme.sum() + 1) / (num_samples + 1))
+        rows.append((name, whole, float(high - low) / 2, p_value))
+    return rows
+
+
+def format_p(p_value: float, num_samples: int = 1000) -> str:
+    """``"p = 0.023"``, or ``"p ≤ 0.001"`` when a bootstrap p-value sits at its floor
+    ``1 / (num_samples + 1)``.
+
+    Shapes:
+        p_value: a float from :func:`compare_bleu`; returns a string
+
+    Taught in ``chapters/03_bahdanau/02_training_and_results.ipynb``.
+    """
+    floor = 1 / (num_samples + 1)
+    if p_value <= floor * (1 + 1e-9):
+        return f"p ≤ {floor:.2g}" if floor < 0.001 else f"p ≤ {floor:.3f}"
+    return f"p = {p_value:.3f}"
 
 
 def bleu_by_length(
@@ -249,7 +338,6 @@ def bleu_interval(hypotheses: Sequence[str], references: Sequence[str],
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
     """
     import numpy as np
-    from sacrebleu.metrics import BLEU
 
     hypotheses = check_str_list("hypotheses", hypotheses)
     references = check_str_list("references", references)
@@ -260,13 +348,10 @@ def bleu_interval(hypotheses: Sequence[str], references: Sequence[str],
         raise ValueError("bleu_interval needs at least one sentence pair, got none")
     check_int("num_samples", num_samples, 1)
     check_int("seed", seed, 0)
-    metric = BLEU(tokenize="none", force=True)
-    # One row of n-gram counts per sentence; a corpus's counts are their sum.
-    stats = np.array(metric._extract_corpus_statistics(hypotheses, [references]))
+    metric, stats = _group_stats(hypotheses, references, None)
     samples = np.random.default_rng(seed).integers(
         0, len(hypotheses), (num_samples, len(hypotheses)))  # (num_samples, N)
-    scores = [metric._compute_score_from_stats(stats[rows].sum(axis=0).tolist()).score
-              for rows in samples]
+    scores = _resampled_scores(metric, stats, samples)
     low, high = np.percentile(scores, [2.5, 97.5])
     return corpus_bleu(hypotheses, references), float(low), float(high)
 

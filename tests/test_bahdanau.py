@@ -401,3 +401,58 @@ def test_paper_variant_arguments_are_checked():
     unidirectional = make_model(num_layers=1)
     with pytest.raises(ValueError, match="key_size=32"):
         model.decoder.init_state(unidirectional.encoder(SRC, SRC_LENS), SRC_LENS)
+
+
+def test_comparison_models_differ_only_in_their_attention_parts():
+    from attention_lib import COMPARISON_MODELS, comparison_models
+    from attention_lib.config import CHAPTER3_COMPARISON
+
+    models = comparison_models(CHAPTER3_COMPARISON, 40, 50, seed=0)
+    assert list(models) == list(COMPARISON_MODELS)
+    fixed = models["fixed context"].state_dict()
+    # The same GRU variant (reset before the product) in all three decoders.
+    for model in models.values():
+        assert all(not cell.reset_after for cell in model.decoder.cells)
+    expected = {
+        "attention": {"decoder.attention." + n for n in ("W_q.weight", "W_k.weight",
+                                                          "w_v.weight")},
+    }
+    expected["attention, bidirectional"] = expected["attention"] | {
+        "decoder.W_s.weight", "decoder.W_s.bias"
+    } | {k for k in models["attention, bidirectional"].state_dict()
+         if k.startswith("encoder.rnn.")}
+    for name, differing in expected.items():
+        state = models[name].state_dict()
+        assert set(fixed) <= set(state)
+        equal = {k for k in state if k in fixed and state[k].shape == fixed[k].shape
+                 and torch.equal(state[k], fixed[k])}
+        assert set(state) - equal == differing, name
+    # The attention parameters are what the page says: W_q, W_k (Ds x Ds), w_v (Ds).
+    extra = sum(p.numel() for p in models["attention"].parameters()) - sum(
+        p.numel() for p in models["fixed context"].parameters())
+    assert extra == 2 * CHAPTER3_COMPARISON.num_hiddens**2 + CHAPTER3_COMPARISON.num_hiddens
+
+
+def test_the_fixed_context_is_attention_that_may_see_only_the_last_word():
+    from attention_lib import comparison_models
+    from attention_lib.config import CHAPTER3_COMPARISON
+
+    torch.manual_seed(1)
+    models = comparison_models(CHAPTER3_COMPARISON, 40, 50, seed=3)
+    fixed, attention = models["fixed context"], models["attention"]
+    src = torch.randint(3, 40, (4, 7))
+    src_valid_lens = torch.tensor([7, 5, 2, 1])
+    tgt = torch.randint(3, 50, (4, 6))
+    enc = attention.encoder(src, src_valid_lens)
+    state = attention.decoder.init_state(enc, src_valid_lens)
+    last = torch.zeros_like(state.src_mask)  # (B, 1, Lk)
+    last[torch.arange(4), 0, src_valid_lens - 1] = True
+    logits_att, _ = attention.decoder(tgt, state._replace(src_mask=last))
+    logits_fixed = fixed(src, src_valid_lens, tgt)
+    torch.testing.assert_close(logits_fixed, logits_att)
+    assert fixed.decoder.attention is None and fixed.decoder.attention_weights is None
+
+
+def test_attend_false_needs_the_encoder_final_state():
+    with pytest.raises(ValueError, match="attend=False"):
+        BahdanauDecoder(10, 4, 8, init="backward", key_size=8, attend=False)

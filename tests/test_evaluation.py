@@ -376,3 +376,49 @@ def test_mean_interval_is_the_t_interval():
     assert mean_interval([1.0, 1.0, 1.0]) == (1.0, 0.0)
     with pytest.raises(ValueError, match="at least 2"):
         mean_interval([0.5])
+
+
+def test_grouped_bootstrap_resamples_whole_groups():
+    from attention_lib import compare_bleu
+
+    refs, noise, better = _systems(n=120)
+    # Each source sentence five times over: the lines are not independent.
+    refs5, noise5, better5 = ([x for x in xs for _ in range(5)]
+                              for xs in (refs, noise, better))
+    groups = [i for i in range(len(refs)) for _ in range(5)]
+    systems = {"baseline": noise5, "better": better5}
+    by_line = compare_bleu(systems, refs5, num_samples=300, groups=range(len(refs5)))
+    by_group = compare_bleu(systems, refs5, num_samples=300, groups=groups)
+    once = compare_bleu({"baseline": noise, "better": better}, refs, num_samples=300,
+                        groups=range(len(refs)))
+    assert [row[1] for row in by_line] == pytest.approx([row[1] for row in by_group])
+    (_, _, hw_line, _), (_, _, hw_group, _), (_, _, hw_once, _) = (
+        by_line[1], by_group[1], once[1]
+    )
+    # Lines resampled as independent: about sqrt(5) too narrow. Whole groups: the
+    # width of the set without the copies.
+    assert hw_line < 0.6 * hw_group
+    assert hw_group == pytest.approx(hw_once, rel=0.35)
+    # The better system is better at the group level too; the p-value is at its floor.
+    assert by_group[1][3] == pytest.approx(1 / 301)
+
+
+def test_grouped_bootstrap_finds_no_gain_between_equally_noisy_systems_and_checks():
+    from attention_lib import compare_bleu
+
+    refs, noise, _ = _systems()
+    _, other, _ = _systems(seed=1)
+    _, (_, _, _, p) = compare_bleu({"a": noise, "b": other}, refs, num_samples=200,
+                                   groups=[i // 2 for i in range(len(refs))])
+    assert p > 0.05
+    with pytest.raises(ValueError, match="one label per line"):
+        compare_bleu({"a": noise, "b": other}, refs, groups=[0, 1])
+
+
+def test_format_p_names_the_floor():
+    from attention_lib import format_p
+
+    assert format_p(1 / 1001) == "p ≤ 0.001"
+    assert format_p(1 / 201, num_samples=200) == "p ≤ 0.005"
+    assert format_p(0.0234) == "p = 0.023"
+    assert format_p(2 / 1001) == "p = 0.002"
