@@ -59,7 +59,7 @@ class BahdanauDecoder(nn.Module):
     """GRU decoder with additive attention over the encoder's states.
 
     ``reset_after`` picks the GRU variant (see :mod:`attention_lib.gru`): ``False`` is
-    the equation of Cho et al. (2014) that Bahdanau et al. (2014) use, ``True`` is
+    Cho et al.'s EMNLP form, which Bahdanau et al.'s (2014) appendix uses, ``True`` is
     ``torch.nn.GRU``'s (and the d2l book's decoder's). ``precompute_keys=False``
     projects the keys at every step instead of once per sentence: the same numbers, more
     work (the chapter measures how much). ``dropout`` acts between GRU layers, as in
@@ -67,9 +67,9 @@ class BahdanauDecoder(nn.Module):
     holds the weights of every step (otherwise None).
 
     ``attend=False`` builds the same decoder without attention: the context at every
-    step is the encoder's final top-layer state, as in chapter 1's decoder, and there are
-    no ``W_q``, ``W_k``, ``w_v``. Chapter 3 uses it as the fixed-context baseline, so
-    that it runs the same GRU cell as the attention decoders (see
+    step is the encoder's final top-layer state, as in chapter 1's decoder, and there
+    are no ``W_q``, ``W_k``, ``w_v``. Chapter 3 uses it as the fixed-context baseline,
+    so that it runs the same GRU cell as the attention decoders (see
     :func:`comparison_models`).
 
     ``init`` says where the decoder's first state comes from. ``"final"`` copies the
@@ -109,8 +109,8 @@ class BahdanauDecoder(nn.Module):
         key_size = num_hiddens if key_size is None else key_size
         if not attend and (init != "final" or key_size != num_hiddens):
             raise ValueError(
-                "attend=False takes the context from the encoder's final state: it needs"
-                f" init='final' and key_size == num_hiddens, got init={init!r},"
+                "attend=False takes the context from the encoder's final state: it"
+                f" needs init='final' and key_size == num_hiddens, got init={init!r},"
                 f" key_size={key_size}"
             )
         if init == "backward" and key_size % 2:

@@ -114,10 +114,11 @@ def compare_bleu(
     system is scored on the same resamples. The half-width is that of a 95% interval for
     the system's BLEU. The p-value tests whether a system differs from the first (the
     baseline) at all, in either direction: it is the share of resamples whose
-    difference, centred on the resamples' mean, is larger than the difference on the
-    whole set, counted with one added to the count and to the number of resamples
-    (Moses' and sacrebleu's convention): so the smallest p-value it can return is
-    ``1 / (num_samples + 1)``, and a p-value there means "at most that"
+    absolute difference, minus the mean of those absolute differences, is larger than
+    the absolute difference on the whole set, counted with one added to the count and
+    to the number of resamples (sacrebleu's convention, after MultEval): so the
+    smallest p-value it can return is ``1 / (num_samples + 1)``, and a p-value there
+    means "at most that"
     (:func:`format_p`). A small p-value says that a difference this large would be rare
     if the systems were equally good on sentences like these; it says nothing about luck
     in training. Without ``groups`` it is computed by sacrebleu (``PairedTest``,
@@ -127,8 +128,8 @@ def compare_bleu(
     Resampling lines treats them as independent. When the test set holds the same
     source sentence several times (with different references), its lines are not: pass
     ``groups`` (one label per line, e.g. the source sentence) and whole groups are
-    resampled, each with all its lines (a cluster bootstrap), with the same centred test
-    and a percentile interval, seeded.
+    resampled, each with all its lines (a cluster bootstrap), with sacrebleu's interval,
+    statistic and p-value computed on those draws, seeded.
 
     Returns one ``(name, bleu, half_width, p_value)`` per system, in order; the
     baseline's p-value is None.
@@ -206,7 +207,10 @@ def _resampled_scores(metric, stats, samples):
 
 
 def _compare_bleu_grouped(systems, references, num_samples, groups):
+    """sacrebleu's paired bootstrap (its interval, statistic and p-value), drawing
+    whole groups of lines instead of single lines."""
     import numpy as np
+    from sacrebleu.significance import _compute_p_value, estimate_ci
 
     groups = list(groups)
     if len(groups) != len(references):
@@ -225,15 +229,17 @@ def _compare_bleu_grouped(systems, references, num_samples, groups):
     for name, (metric, stats) in per_system.items():
         scores = _resampled_scores(metric, stats, samples)
         whole = corpus_bleu(systems[name], references)
-        low, high = np.percentile(scores, [2.5, 97.5])
+        _, half_width = estimate_ci(scores)
         p_value = None
         if baseline is None:
             baseline = (whole, scores)
         else:
-            diff, diffs = whole - baseline[0], scores - baseline[1]
-            extreme = np.abs(diffs - diffs.mean()) > abs(diff)
-            p_value = float((extreme.sum() + 1) / (num_samples + 1))
-        rows.append((name, whole, float(high - low) / 2, p_value))
+            # As sacrebleu: |difference| on each draw, minus its mean, against the
+            # |difference| on the whole set; (count + 1) / (num_samples + 1).
+            diffs = np.abs(scores - baseline[1])
+            p_value = float(
+                _compute_p_value(diffs - diffs.mean(), abs(whole - baseline[0])))
+        rows.append((name, whole, float(half_width), p_value))
     return rows
 
 

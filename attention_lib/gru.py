@@ -10,11 +10,12 @@ the context) and the previous state s, both variants compute
 
 and differ only in where the reset gate acts inside the candidate state s̃:
 
-* ``reset_after=False`` (the equation of Cho et al., 2014, which Bahdanau et al., 2014
-  use):
+* ``reset_after=False`` (Cho et al.'s EMNLP 2014 form, arXiv v3; Bahdanau et al.'s
+  appendix resets the same way, writing the update with z and 1 − z swapped):
   ``s̃ = tanh(W_xs x + b_xs + W_ss (r ⊙ s) + b_ss)`` — reset, *then* multiply by the
       matrix;
-* ``reset_after=True`` (``torch.nn.GRU``, cuDNN, Keras' default):
+* ``reset_after=True`` (the first arXiv version, 1406.1078v1; ``torch.nn.GRU``, cuDNN,
+  Keras' default since TensorFlow 2):
   ``s̃ = tanh(W_xs x + b_xs + r ⊙ (W_ss s + b_ss))`` — multiply, *then* reset.
 
 The parameters are named and laid out exactly as in ``torch.nn.GRUCell`` (rows in the

@@ -146,9 +146,11 @@ def mask_tokens(
     p: float = 0.15,
     generator: torch.Generator | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """BERT's corruption (Devlin et al., 2019): choose each ordinary token with
-    probability p; of the chosen, 80 % become ``mask_id``, 10 % a random token of the
-    vocabulary, 10 % stay. Padding and other ``special_ids`` are never chosen.
+    """BERT's corruption (Devlin et al., 2019), drawn per token as Hugging Face's
+    collator does: choose each ordinary token with probability p (Google's code takes a
+    fixed count per sequence instead); of the chosen, 80 % become ``mask_id``, 10 % a
+    random token of the vocabulary, 10 % stay. Only ``mask_id`` and the ids in
+    ``special_ids`` are never chosen: pass the padding id there.
 
     Returns ``(inputs, labels)``: labels hold the original token where chosen and
     :data:`IGNORE_INDEX` elsewhere. Random tokens are drawn from the whole vocabulary,
@@ -194,7 +196,8 @@ class TransformerLM(nn.Module):
     * ``positions="rope"``: no added positions; queries and keys are rotated in every
       layer (:class:`~attention_lib.positional.RotaryEmbedding`, ``rope_base``);
     * ``bias=False``: no bias in any linear layer or norm;
-    * ``tie_embeddings=True``: the output layer's weights are the token embeddings.
+    * ``tie_embeddings=True``: the output layer's weights are the token embeddings,
+      and the output layer has no bias, whatever ``bias`` says.
 
     ``forward(tokens)`` returns the logits; ``valid_lens`` hides padding keys (for the
     encoder; a causal model's right padding is never seen by a real position). With

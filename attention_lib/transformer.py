@@ -176,7 +176,9 @@ class AddNorm(nn.Module):
 
 class RMSNorm(nn.Module):
     """Root-mean-square normalisation (Zhang & Sennrich, 2019): LayerNorm without the
-    mean and the bias, ``y = x / sqrt(mean(x², over D) + eps) * weight``.
+    mean and the bias, ``y = x / sqrt(mean(x², over D) + eps) * weight``. The paper's
+    equation has no eps; this puts it inside the root, as ``torch.nn.RMSNorm`` and
+    Llama do.
 
     Computed in float32 and cast back to the input's dtype, like ``torch.nn.RMSNorm``
     (the tests check parity in float32 and bfloat16).

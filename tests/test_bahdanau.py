@@ -430,7 +430,8 @@ def test_comparison_models_differ_only_in_their_attention_parts():
     # The attention parameters are what the page says: W_q, W_k (Ds x Ds), w_v (Ds).
     extra = sum(p.numel() for p in models["attention"].parameters()) - sum(
         p.numel() for p in models["fixed context"].parameters())
-    assert extra == 2 * CHAPTER3_COMPARISON.num_hiddens**2 + CHAPTER3_COMPARISON.num_hiddens
+    hiddens = CHAPTER3_COMPARISON.num_hiddens
+    assert extra == 2 * hiddens**2 + hiddens
 
 
 def test_the_fixed_context_is_attention_that_may_see_only_the_last_word():

@@ -98,3 +98,12 @@ def test_ranges_per_device_are_printed_per_device():
     assert measure_spread.bounds_text(3, None) == "≥\u00a03"
     assert measure_spread.bounds_text(None, 0.65) == "≤\u00a00.65"
     assert measure_spread.bounds_text(None, None) == "holds"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_every_claim_names_the_sentence_it_backs(path):
+    """A claim backs a sentence of its page; the checks page shows which."""
+    nb = nbformat.read(path, as_version=4)
+    backs = measure_spread.abouts_in(nb, "backs")
+    missing = [name for name, *_ in measure_spread.claims_in(nb) if not backs.get(name)]
+    assert not missing, f"claims without backs=: {missing}"

@@ -242,8 +242,38 @@ def gaussian_kernel(queries, keys, values, bandwidth):
     return torch.softmax(-squared_distances / (2 * bandwidth ** 2), dim=-1) @ values
 
 
+def kernel_with_norm(weight=0.5):
+    """softmax((qᵀk - weight·kᵀk)/σ²)V: dot products only; weight ½ is the kernel."""
+    def fn(queries, keys, values, bandwidth):
+        norms = (keys * keys).sum(-1)[:, None, :]  # (B, 1, Lk): kᵀk
+        attn_scores = (queries @ keys.transpose(1, 2) - weight * norms) / bandwidth**2
+        return torch.softmax(attn_scores, dim=-1) @ values
+    return fn
+
+
 def test_kernel_as_dot_product_accepts_solution():
     feedback = check_kernel_as_dot_product(kernel_as_dot())
+    assert feedback, feedback
+    assert "no longer the kernel" in feedback.message
+
+
+@pytest.mark.parametrize("answer", [
+    kernel_with_norm(),  # the exact kernel, in dot products
+    gaussian_kernel,  # the same output from distances: the checker sees outputs only
+    lambda q, k, v, bw: torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=-(k * k).sum(-1)[:, None, :] / (2 * bw**2), scale=bw**-2),
+])
+def test_kernel_as_dot_product_accepts_the_exact_kernel(answer):
+    feedback = check_kernel_as_dot_product(answer)
+    assert feedback, feedback
+    assert "exact for keys of any norm" in feedback.message
+    assert "computed from distances" not in feedback.message
+
+
+def test_kernel_as_dot_product_accepts_sdpa_with_the_temperature():
+    feedback = check_kernel_as_dot_product(
+        lambda q, k, v, bw: torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, scale=bw**-2))
     assert feedback, feedback
 
 
@@ -280,7 +310,8 @@ def test_kernel_equals_dot_product_on_unit_norm_keys():
         (kernel_as_dot(lambda bw, d: -1 / bw**2), "Mind the sign"),
         (kernel_as_dot(dim=1), "Wrong axis for the softmax"),
         (kernel_as_dot(return_weights=True), "those are the weights"),
-        (gaussian_kernel, "keys of different norms"),
+        (kernel_with_norm(1.0), "but in full"),
+        (kernel_with_norm(-0.5), "with the wrong sign"),
         (
             lambda q, k, v, bw: kernel_as_dot()(q, k, v, bw) + 1,
             "differs from softmax(QKᵀ/σ²)V",

@@ -196,11 +196,61 @@ def swapped_gates(x, s, W, b):
     return z * s + (1 - z) * torch.tanh(x[:, 8:] + (r * s) @ W[8:].T + b[8:])
 
 
+def reset_after_bias_outside(x, s, W, b):
+    ds = s.shape[-1]
+    x_r, x_z, x_n = x.split(ds, dim=-1)
+    W_r, W_z, W_n = W.split(ds)
+    b_r, b_z, b_n = b.split(ds)
+    r = torch.sigmoid(x_r + s @ W_r.T + b_r)
+    z = torch.sigmoid(x_z + s @ W_z.T + b_z)
+    return z * s + (1 - z) * torch.tanh(x_n + r * (s @ W_n.T) + b_n)
+
+
+def no_state_bias(x, s, W, b):
+    return gru_solution(x, s, W, torch.zeros_like(b))
+
+
+def untransposed(x, s, W, b):
+    """s @ W_block instead of s @ W_block.T."""
+    blocks = torch.cat([block.T for block in W.split(s.shape[-1])])
+    return gru_solution(x, s, blocks, b)
+
+
+def gru_with_linear(input_proj, state, weight_hh, bias_hh):
+    """Another correct form: F.linear on the first two blocks at once."""
+    ds = state.shape[-1]
+    x_r, x_z, x_s = input_proj.chunk(3, dim=-1)
+    r, z = torch.sigmoid(
+        torch.cat([x_r, x_z], -1)
+        + nn.functional.linear(state, weight_hh[: 2 * ds], bias_hh[: 2 * ds])
+    ).chunk(2, dim=-1)
+    candidate = torch.tanh(
+        x_s + nn.functional.linear(r * state, weight_hh[2 * ds :], bias_hh[2 * ds :])
+    )
+    return candidate + z * (state - candidate)
+
+
+def gru_with_library(input_proj, state, weight_hh, bias_hh):
+    """Another correct form: the library's update, reset before the product."""
+    return gru_update(input_proj, state, weight_hh, bias_hh, reset_after=False)
+
+
+@pytest.mark.parametrize("answer", [gru_solution, gru_with_linear, gru_with_library])
+def test_check_gru_update_accepts_correct_forms(answer):
+    feedback = check_gru_update(answer)
+    assert feedback, feedback
+
+
 @pytest.mark.parametrize("wrong, message", [
     (torch_cell_update, "reset gate after the matrix product"),
+    (torch_cell_update, "first arXiv versions of Cho et al.'s paper"),
     (no_reset, "reset gate r is missing"),
-    (flipped_update, "update gate is the wrong way round"),
+    (flipped_update, "the convention of Bahdanau et al.'s appendix"),
+    (flipped_update, "this page's convention"),
     (swapped_gates, "first Ds rows belong to the reset gate"),
+    (no_state_bias, "You left out bias_hh"),
+    (reset_after_bias_outside, "r ⊙ (W_ss s), with the bias outside it"),
+    (untransposed, "the product is s @ W_sr.T"),
     (lambda x, s, W, b: gru_solution(x, s, W, b) + 0.1, "For the first example"),
     (lambda x, s, W, b: gru_solution(x, s, W, b)[:, :2], "must have shape (B, Ds)"),
     (lambda x, s, W, b: None, "Return the new state"),
@@ -252,14 +302,45 @@ def stock_gru_no_bias_copy(cell):
     return gru
 
 
+def stock_gru_biases_swapped(cell):
+    gru = stock_gru_solution(cell)
+    with torch.no_grad():
+        gru.bias_ih_l0.copy_(cell.bias_hh)
+        gru.bias_hh_l0.copy_(cell.bias_ih)
+    return gru
+
+
+def stock_gru_no_bias_hh_copy(cell):
+    gru = stock_gru_solution(cell)
+    with torch.no_grad():
+        gru.bias_hh_l0.zero_()
+    return gru
+
+
+def stock_gru_load_state_dict(cell):
+    """Another correct form: the cell's parameters under nn.GRU's names."""
+    gru = nn.GRU(
+        cell.input_size + cell.context_size, cell.num_hiddens, batch_first=True
+    )
+    names = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+    gru.load_state_dict({f"{name}_l0": getattr(cell, name) for name in names})
+    return gru
+
+
+def test_check_stock_gru_accepts_load_state_dict():
+    assert check_stock_gru(stock_gru_load_state_dict)
+
+
 @pytest.mark.parametrize(
     "wrong, message",
     [
         (stock_gru_d2l_order, "expect [c; y]"),
         (stock_gru_no_bias_copy, "biases are not"),
+        (stock_gru_biases_swapped, "bias_ih and bias_hh are swapped"),
+        (stock_gru_no_bias_hh_copy, "biases are not"),
         (
             lambda cell: nn.GRU(cell.input_size, cell.num_hiddens, batch_first=True),
-            "input_size = E + Dc",
+            "input_size = E + context_size",
         ),
         (lambda cell: nn.GRU(5, 5), "batch_first=True"),
         (lambda cell: nn.GRU(5, 5, bias=False, batch_first=True), "bias=True"),

@@ -69,3 +69,16 @@ def test_every_checker_is_exported_and_documented_with_an_existing_notebook(name
     match = re.search(r"Taught in ``(chapters/[^`]+\.ipynb)``", check.__doc__)
     assert match, name
     assert (ROOT / match.group(1)).exists(), match.group(1)
+
+
+def test_an_integer_mask_is_named_as_refused_not_added():
+    import torch
+
+    from attention_lib.exercises._common import mask_dtype_feedback
+
+    expected = torch.tensor([[True, False], [True, True]])
+    integer = mask_dtype_feedback(expected.long(), expected, "mask")
+    floating = mask_dtype_feedback(expected.float(), expected, "mask")
+    assert "refuses an integer mask" in integer.message
+    assert "added" not in integer.message
+    assert "*added*" in floating.message

@@ -250,6 +250,13 @@ def rms_norm(x, weight, eps):
     return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight
 
 
+def torch_rms_norm_module(x, weight, eps):
+    norm = torch.nn.RMSNorm(x.shape[-1], eps=eps)
+    with torch.no_grad():
+        norm.weight.copy_(weight)
+        return norm(x)
+
+
 def test_the_rms_reference_is_torchs():
     for case in module._RMS_CASES:
         x, weight, eps = module._rms_case(*case)
@@ -263,8 +270,14 @@ def test_the_rms_reference_is_torchs():
     "solution",
     [rms_norm,
      lambda x, w, eps: x / (x.pow(2).mean(-1, keepdim=True) + eps).sqrt() * w,
-     lambda x, w, eps: F.rms_norm(x.double(), (x.shape[-1],), w.double(), eps)],
-    ids=["rsqrt", "sqrt", "F.rms_norm-float64"],
+     lambda x, w, eps: F.rms_norm(x.double(), (x.shape[-1],), w.double(), eps),
+     lambda x, w, eps: F.rms_norm(x, (x.shape[-1],), w, eps),
+     lambda x, w, eps: x / ((x * x).mean(-1, keepdim=True) + eps) ** 0.5 * w,
+     lambda x, w, eps: x / (x.norm(dim=-1, keepdim=True) ** 2 / x.shape[-1]
+                            + eps).sqrt() * w,
+     lambda x, w, eps: torch_rms_norm_module(x, w, eps)],
+    ids=["rsqrt", "sqrt", "F.rms_norm-float64", "F.rms_norm", "x*x-pow-half",
+         "vector-norm", "torch.nn.RMSNorm"],
 )
 def test_rms_norm_accepts_the_solutions(solution):
     feedback = check_rms_norm(solution)
@@ -287,10 +300,21 @@ def ms(x):
          ["For x of shape (2, 3, 8) and eps = 1e-06", "subtracted the mean",
           "LayerNorm"]),
         (lambda x, w, eps: x / (x.var(-1, unbiased=False, keepdim=True) + eps).sqrt()
-         * w, ["standard deviation"]),
+         * w, ["standard deviation", "unbiased=False"]),
+        # PyTorch's default x.var() and x.std() divide by D - 1
+        (lambda x, w, eps: x / (x.var(-1, keepdim=True) + eps).sqrt() * w,
+         ["standard deviation", "x.var() or x.std()", "D − 1"]),
+        (lambda x, w, eps: x / (x.std(-1, keepdim=True) + eps) * w,
+         ["standard deviation", "x.var() or x.std()"]),
+        (lambda x, w, eps: (x - x.mean(-1, keepdim=True))
+         / (x.var(-1, keepdim=True) + eps).sqrt() * w,
+         ["subtracted the mean", "LayerNorm", "x.var()", "D − 1"]),
+        (lambda x, w, eps: x / ms(x).sqrt() * w,
+         ["For x of shape (4, 6) and eps = 0.01", "eps is missing"]),
         (lambda x, w, eps: x / (ms(x) + eps) * w, ["square root is missing"]),
         (lambda x, w, eps: x / (ms(x).sqrt() + eps) * w,
-         ["For x of shape (4, 6) and eps = 0.01", "eps is outside the square root"]),
+         ["For x of shape (4, 6) and eps = 0.01", "eps is outside the square root",
+          "torch.nn.RMSNorm, Llama and the library"]),
         (lambda x, w, eps: rms_norm(x, 1, eps), ["the weight is missing"]),
         (lambda x, w, eps: x / (x.pow(2).sum(-1, keepdim=True) + eps).sqrt() * w,
          ["sum of squares", "√D"]),
@@ -492,7 +516,8 @@ def masking_pad_only(tokens, mask_id, vocab_size, special_ids, generator):
         (lambda t, m, v, s, g: bert_masking(t, m, v + 500, s, g),
          ["outside the vocabulary"]),
         (keyword(labels_at="mask"), ["only the [MASK] positions"]),
-        (keyword(p=0.3), ["% of the 57", "probability 0.15"]),
+        (keyword(p=0.3), ["% of the 57", "15% of the ordinary tokens",
+                          "probability 0.15", "fixed count per sentence"]),
         (only_masked_labelled, ["only the [MASK] positions", "about 12%"]),
         (keyword(split=(1.0, 1.0)), ["Every chosen token became [MASK]"]),
         (keyword(split=(0.8, 1.0)), ["None stayed"]),

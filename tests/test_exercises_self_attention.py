@@ -501,3 +501,14 @@ def test_parameter_count_names_each_mistake(wrong, phrase):
 
 
 # --- all checkers: the starter, odd answers, documentation ----------------------------
+
+
+def test_padding_mask_message_fits_every_accepted_shape():
+    # The "correct" message must be true of a (B, 1, 1, Lk) answer as well as of the
+    # solution's (B, 1, Lk): it names neither shape as the answer's.
+    for answer in (lambda t, p: (t != p)[:, None, :],
+                   lambda t, p: (t != p)[:, None, None, :]):
+        feedback = check_padding_mask(answer)
+        assert feedback
+        assert "[:, None, :]" not in str(feedback)
+        assert "broadcast" in str(feedback)

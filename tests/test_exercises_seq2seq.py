@@ -1,6 +1,9 @@
 """Each chapter-1 checker accepts the solution and rejects typical wrong answers with a
 specific message."""
 
+import collections
+import math
+
 import pytest
 import torch
 
@@ -120,6 +123,12 @@ def _solution_teacher_forcing(targets, bos):
             lambda y, bos: torch.cat([torch.full((y.shape[0], 1), bos), y], dim=1),
             "drop the last target position",
         ),
+        (
+            lambda y, bos: torch.cat(
+                [torch.full((y.shape[0], 1), bos), y[:, 1:]], dim=1
+            ),
+            "replaces the first target word",
+        ),
     ],
 )
 def test_check_teacher_forcing_input(wrong, message):
@@ -140,6 +149,52 @@ def test_check_bleu(switch, message):
     assert check_bleu(bleu)
     feedback = check_bleu(lambda p, l, k: _bleu_variant(p, l, k, **switch))
     assert not feedback and message in feedback.message
+
+
+def _literal_bleu(pred_seq, label_seq, k, zero_beyond=False):
+    """The exercise's formula read literally: n runs to k, whatever len_pred is."""
+    pred, label = pred_seq.split(), label_seq.split()
+    score = math.exp(min(0, 1 - len(label) / len(pred)))
+    for n in range(1, k + 1):
+        label_ngrams = collections.Counter(
+            tuple(label[i : i + n]) for i in range(len(label) - n + 1))
+        pred_ngrams = collections.Counter(
+            tuple(pred[i : i + n]) for i in range(len(pred) - n + 1))
+        matches = sum(min(c, label_ngrams[g]) for g, c in pred_ngrams.items())
+        total = len(pred) - n + 1
+        if zero_beyond and total <= 0:
+            return 0.0
+        score *= (matches / total) ** (0.5 ** n)
+    return score
+
+
+def _log_bleu(pred_seq, label_seq, k):
+    """A correct form: log-space, Counter intersection for the clipped matches."""
+    pred, label = pred_seq.split(), label_seq.split()
+    log_score = min(0, 1 - len(label) / len(pred))
+    for n in range(1, min(k, len(pred)) + 1):
+        def grams(tokens, n=n):
+            return collections.Counter(zip(*[tokens[i:] for i in range(n)]))
+
+        matches = sum((grams(pred) & grams(label)).values())
+        log_score += 0.5**n * math.log(matches / (len(pred) - n + 1))
+    return math.exp(log_score)
+
+
+def test_check_bleu_accepts_other_correct_forms():
+    assert check_bleu(_log_bleu)
+    assert check_bleu(lambda p, l, k: _bleu_variant(p, l, k))
+
+
+def test_check_bleu_hints_at_min_k_len_pred():
+    # The formula read literally divides by zero when k > len_pred.
+    feedback = check_bleu(_literal_bleu)
+    assert not feedback
+    assert "ZeroDivisionError" in feedback.message
+    assert "min(k, len_pred)" in feedback.message
+    # Guarding the division with p_n = 0 makes the score 0: named too.
+    feedback = check_bleu(lambda p, l, k: _literal_bleu(p, l, k, zero_beyond=True))
+    assert not feedback and "precision as 0" in feedback.message
 
 
 def test_check_bleu_other_mistakes_show_a_case():
@@ -330,3 +385,26 @@ def test_num_parameters_rejects_a_constant_and_non_numbers():
     )
     assert_rejects(check_num_parameters(lambda *a: None), "returned None")
     assert_rejects(check_num_parameters(lambda *a: "many"), "one number")
+
+
+def test_num_parameters_bias_message_says_which_biases_fold():
+    # b_hn sits inside r * (W_hn h + b_hn): only the r and z biases could be one vector.
+    feedback = check_num_parameters(
+        lambda *case: _seq2seq_parameters(*case, biases=1))
+    assert_rejects(feedback, "b_ih and b_hh", "b_hn", "reset and update gates")
+    assert "although one would do" not in feedback.message
+
+
+def test_gru_r_and_z_biases_fold_but_the_candidates_do_not():
+    torch.manual_seed(0)
+    gru = torch.nn.GRU(3, 4, batch_first=True)
+    x = torch.randn(2, 5, 3)
+    expected, _ = gru(x)
+    for gates, changes in [(slice(0, 8), False), (slice(0, 12), True)]:
+        folded = torch.nn.GRU(3, 4, batch_first=True)
+        folded.load_state_dict(gru.state_dict())
+        with torch.no_grad():
+            folded.bias_ih_l0[gates] += folded.bias_hh_l0[gates]
+            folded.bias_hh_l0[gates] = 0
+        got, _ = folded(x)
+        assert torch.allclose(got, expected, atol=1e-6) != changes

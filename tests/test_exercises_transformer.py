@@ -383,7 +383,8 @@ def kl_divergence(logits, target, eps):
 @pytest.mark.parametrize(
     "wrong, phrases",
     [
-        (other_convention, ["ε spread over the V − 1 wrong classes", "fairseq"]),
+        (other_convention,
+         ["ε spread over the V − 1 wrong classes", "current fairseq's"]),
         (not_subtracted, ["ε is not subtracted from the right class"]),
         (no_log, ["the log of the probabilities is missing"]),
         (raw_logits, ["raw logits as log-probabilities"]),
@@ -523,6 +524,10 @@ def test_cache_size_accepts_any_number_form(form):
         (lambda t, n, d, b: 2 * n * b * (t - 1) * d, ["one position too few"]),
         (lambda t, n, d, b: n * b * d * t * (t + 1),
          ["summed the cache's size over all steps"]),
+        (lambda t, n, d, b: 4 * cache_numbers(t, n, d, b),
+         ["size in bytes in float32", "count numbers"]),
+        (lambda t, n, d, b: 2 * cache_numbers(t, n, d, b),
+         ["twice the answer", "cross-attention's keys and values", "state.memory"]),
         (lambda t, n, d, b: cache_numbers(t, n, d, b) + 1,
          ["For T = 5, N = 3, D = 8, B = 2 you count 481", "holds 480"]),
     ],

@@ -255,7 +255,8 @@ def variant(**options):
     [
         (variant(split="view"), ["view without transpose", ".transpose(1, 2)"]),
         (variant(merge="view"), ["merge without transpose"]),
-        (variant(scale="none"), ["no scale", "√Dh"]),
+        # the spread grows like √Dh; saturation is stated for large heads only
+        (variant(scale="none"), ["no scale", "√Dh", "with large heads"]),
         (variant(scale="D"), ["scale √D instead of √Dh"]),
         (variant(dim=-2), ["softmax over the queries"]),
         (variant(use_mask=False), ["mask ignored"]),

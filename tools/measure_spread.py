@@ -208,8 +208,9 @@ def fmt(value) -> str:
     return str(value)
 
 
-def abouts_in(nb) -> dict[str, str]:
-    """{claim name: its ``about="..."`` text} for the claims that say what they are."""
+def abouts_in(nb, keyword: str = "about") -> dict[str, str]:
+    """{claim name: its ``about="..."`` text} for the claims that say what they are
+    (``keyword="backs"``: the sentence of the page each claim backs)."""
     found = {}
     for cell in nb.cells:
         if cell.cell_type != "code" or "claim(" not in cell.source:
@@ -220,7 +221,8 @@ def abouts_in(nb) -> dict[str, str]:
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "claim":
-                about = next((k.value for k in node.keywords if k.arg == "about"), None)
+                about = next((k.value for k in node.keywords if k.arg == keyword),
+                             None)
                 if isinstance(about, (ast.Constant, ast.JoinedStr)) and node.args:
                     found[_text(node.args[0])] = _text(about)
     return found
@@ -291,7 +293,9 @@ works in another regime (a small step there is bound by kernel launches, not
 arithmetic), a claim has one range for a CPU and one for a GPU, and a few claims about
 a CPU's behaviour are checked on a CPU only.
 
-In the tables, a range *a – b* means the value must lie between a and b, *≥ a* at
+Each claim is shown with the sentence of its page that it backs: its range is chosen
+so that a value outside it would make that sentence false. In the tables, a range
+*a – b* means the value must lie between a and b, *≥ a* at
 least a, *≤ b* at most b, and *holds* a statement that is simply true or false.
 *Measured* gives the smallest and largest value over the runs, with the number of runs
 in brackets. The name in code font is the one a failing check reports.
@@ -330,7 +334,7 @@ def report(
             for column, old in kept_claims.get(section, {}).items():
                 values.setdefault(column, old)  # a fresh run of the same name wins
             kept_claims[section] = {k: v for k, v in values.items() if k != "committed"}
-            abouts = abouts_in(nb)
+            abouts, backs = abouts_in(nb), abouts_in(nb, "backs")
             for name, low, high, checked in claims:
                 pattern = _pattern(name)  # one name, or a loop's names
                 names = sorted(
@@ -344,9 +348,11 @@ def report(
                     if about and match:  # a loop's words: its holes filled in
                         for part in match.groups():
                             about = about.replace("{…}", part, 1)
+                    sentence = backs.get(name, "").replace("|", "\\|")
                     rows.append(
                         f"| {_doc(path)} | {_words(one, about)} |"
                         f" {bounds_text(low, high, checked)} | {_spread(seen)} |"
+                        f" {sentence and f'“{sentence}”'} |"
                     )
         if not rows:
             continue
@@ -355,8 +361,8 @@ def report(
             "",
             f"## Chapter {int(folder.name[:2])}: {title.lstrip('# ').strip()}",
             "",
-            "| page | claim | range | measured |",
-            "| --- | --- | --- | --- |",
+            "| page | claim | range | measured | the sentence it backs |",
+            "| --- | --- | --- | --- | --- |",
             *rows,
         ]
     lines += [

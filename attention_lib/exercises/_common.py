@@ -106,11 +106,17 @@ def mask_dtype_feedback(got: Tensor, expected: Tensor, where: str) -> Feedback:
             )
     as_bool = got != 0
     if torch.equal(as_bool, expected):
+        what = (
+            "A float 0/1 mask is *added* to the scores by"
+            " F.scaled_dot_product_attention, which hides nothing"
+            if got.dtype.is_floating_point
+            else "F.scaled_dot_product_attention refuses an integer mask (it takes bool"
+            " or float masks)"
+        )
         return Feedback.wrong(
             f"{where}: the pattern is right, but your mask holds {got.dtype} numbers,"
-            " not bools. A float 0/1 mask is *added* to the scores by"
-            " F.scaled_dot_product_attention, which hides nothing, and the library"
-            " refuses it: build it with dtype=torch.bool (or call .bool())."
+            f" not bools. {what}, and the library refuses it: build it with"
+            " dtype=torch.bool (or call .bool())."
         )
     if torch.equal(as_bool, ~expected):
         return Feedback.wrong(

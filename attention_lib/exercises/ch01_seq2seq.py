@@ -171,6 +171,9 @@ def _explain_teacher_forcing(got, expected, targets, bos) -> str:
                 f" argument ({bos}), got {got[:, 0].tolist()}.")
     if bool((got[:, -1] == bos).all()):
         return "<bos> goes at the start of the input, not the end."
+    if bool((got[:, 0] == bos).all()) and torch.equal(got[:, 1:], targets[:, 1:]):
+        return ("<bos> replaces the first target word instead of coming before it:"
+                " shift the targets right by one, then put <bos> in front.")
     return (f"For targets {targets.tolist()} and bos={bos} expected"
             f" {expected.tolist()}, got {got.tolist()}.")
 
@@ -182,13 +185,17 @@ def _bleu_variant(
     brevity: bool = True,
     clip: bool = True,
     weighted: bool = True,
+    beyond_pred: bool = False,
 ) -> float:
     """Sentence BLEU with one ingredient switched off: the typical wrong answers, to
-    name them."""
+    name them. ``beyond_pred`` runs n up to k and gives p_n = 0 when the prediction
+    has no n-grams (n > len_pred), instead of stopping at min(k, len_pred)."""
     pred, label = pred_seq.split(), label_seq.split()
     if not pred:
         return 0.0
     score = math.exp(min(0.0, 1 - len(label) / len(pred))) if brevity else 1.0
+    if beyond_pred and k > len(pred):
+        return 0.0
     for n in range(1, min(k, len(pred)) + 1):
         label_ngrams = collections.Counter(
             tuple(label[i : i + n]) for i in range(len(label) - n + 1)
@@ -225,7 +232,16 @@ def check_bleu(fn) -> Feedback:
          "n-gram matches are not clipped: a label n-gram can be matched at most"
          " as often as it occurs in the label"),
         ({"weighted": False}, "the precisions p_n must be weighted by the power 1/2^n"),
+        ({"beyond_pred": True},
+         "a prediction of len_pred tokens has no n-grams for n > len_pred, and you"
+         " count their precision as 0, which makes the whole score 0: the product"
+         " runs over n = 1, ..., min(k, len_pred), as d2l's code does"),
     ]
+    # The formula read literally divides by len_pred - n + 1 = 0 when k > len_pred.
+    hint = [("ZeroDivisionError", (
+        "A prediction of len_pred tokens has len_pred - n + 1 n-grams, none for"
+        " n > len_pred (here k is larger than the prediction): the product runs"
+        " over n = 1, ..., min(k, len_pred), as d2l's code does."))]
 
     return diagnose_numbers(
         fn, cases, bleu, [
@@ -235,7 +251,7 @@ def check_bleu(fn) -> Feedback:
         ] + [(lambda pred, label, k, fixed=fixed: bleu(pred, label, fixed), (
             f"Your scores are BLEU with n-grams up to {fixed} whatever k is: use the"
             " `k` argument, n = 1, ..., min(k, len_pred).")) for fixed in (1, 2, 3, 4)],
-        what="score", equal=close, prefix="",
+        what="score", equal=close, prefix="", hint=hint,
         explain_case=lambda answer, expected, pred, label, k: f"bleu({pred!r},"
         f" {label!r}, k={k}) = {answer:.4f}, expected {expected:.4f}.",
         correct="Correct: clipped n-gram precisions, weighted by 1/2^n, times the"
@@ -285,7 +301,9 @@ _PARAMETER_CASES = [  # (src vocab V, tgt vocab V, E, Ds, layers)
 _PARAMETER_MISTAKES = [
     ({"biases": 1},
      "one bias vector per gate is missing: PyTorch's GRU keeps two, b_ih and "
-     "b_hh (3 Ds numbers each per layer), although one would do"),
+     "b_hh (3 Ds numbers each per layer). For the reset and update gates the two "
+     "only add up, so one would do there; the candidate's b_hn sits inside "
+     "r ⊙ (W_hn h + b_hn), so it cannot be folded into b_in"),
     ({"context": False},
      "the decoder's first GRU layer reads the embedding *and* the context "
      "c, so its input size is E + Ds, not E"),

@@ -359,12 +359,6 @@ def _gaussian_kernel_attention(queries, keys, values, bandwidth) -> Tensor:
 
 
 _KERNEL_MISTAKES = [
-    (_gaussian_kernel_attention,
-     "your output is the Gaussian kernel's, computed from distances. The exercise"
-     " asks for dot products qᵀk only. On unit-norm keys the two agree; here the"
-     " keys' norms differ, the -|k|²/(2σ²) term no longer cancels, and they do not:"
-     " that is why the derivation needs unit-norm keys."),
-] + [
     _scaled_mistake(scale_of, lambda d, bandwidth, message=message: message, dim=dim)
     for scale_of, dim, message in [
         (lambda d, s: 1 / (2 * s**2), -1,
@@ -384,7 +378,27 @@ _KERNEL_MISTAKES = [
          " the score is +qᵀk/σ² (nearby keys, large dot products, large weights)."),
         (lambda d, s: 1 / s**2, 1, _QUERY_AXIS),
     ]
+] + [
+    (lambda q, k, v, s: attention_pooling(  # (qᵀk - kᵀk)/σ², the ½ forgotten
+        (q @ k.transpose(1, 2) - (k * k).sum(-1)[:, None, :]) / s**2, v)[0],
+     "Keys of different norms: you kept the key-norm term, but in full. Expanding"
+     " -|q - k|²/(2σ²) gives -kᵀk/(2σ²): half of kᵀk, divided by σ²."),
+    (lambda q, k, v, s: attention_pooling(  # (qᵀk + kᵀk/2)/σ², the sign flipped
+        (q @ k.transpose(1, 2) + (k * k).sum(-1)[:, None, :] / 2) / s**2, v)[0],
+     "Keys of different norms: you kept the key-norm term with the wrong sign."
+     " -|q - k|²/(2σ²) = qᵀk/σ² - |q|²/(2σ²) - kᵀk/(2σ²): long keys lose score."),
 ]
+
+
+_KERNEL_EXACT = (
+    "Correct, and exact for keys of any norm: your output is Gaussian-kernel"
+    " regression's on every case, the keys of different norms included. In dot"
+    " products that is softmax((qᵀk - kᵀk/2)/σ²): the -|q|²/(2σ²) term cancels in the"
+    " softmax, the -|k|²/(2σ²) term does not unless the keys have one norm. With"
+    " unit-norm keys it is softmax(qᵀk/σ²), dot-product attention with temperature σ²."
+    " (If you computed |q - k|² itself, the output is the same, but the exercise asks"
+    " for the dot-product form.)"
+)
 
 
 @checker
@@ -395,9 +409,11 @@ def check_kernel_as_dot_product(fn) -> Feedback:
     With unit-norm keys, softmax(-|q - k|² / (2σ²)) = softmax(qᵀk / σ²): the |q|² and
     |k|² terms are the same for every key of a query and cancel in the softmax, so the
     answer is dot-product attention with temperature σ². Two cases with unit-norm keys
-    (queries of any norm); a last case with keys of different norms, where only dot
-    products give the expected output, catches an answer that computes the distances
-    instead.
+    (queries of any norm); a last case with keys of different norms, where
+    softmax(qᵀk/σ²) and the kernel differ. Both are accepted there, each with its own
+    message: the kernel itself, softmax((qᵀk - kᵀk/2)/σ²), also uses dot products only
+    (the checker sees outputs, so it cannot tell that form from one computed with
+    distances).
 
     Shapes:
         fn: ((B, Lq, D), (B, Lk, D), (B, Lk, Dv), float) -> (B, Lq, Dv)
@@ -431,6 +447,10 @@ def check_kernel_as_dot_product(fn) -> Feedback:
                     f" {got[0, 0].tolist()}, expected {expected[0, 0].tolist()}.")
         return None
 
+    exact = diagnose(fn, cases, _gaussian_kernel_attention, what="output (B, Lq, Dv)",
+                     correct=_KERNEL_EXACT)
+    if exact:  # the kernel on every case, keys of different norms included
+        return exact
     return diagnose(
         fn, cases, lambda q, k, v, bandwidth: attention_output(q, k, v, bandwidth**-2),
         _KERNEL_MISTAKES, what="output (B, Lq, Dv)",
@@ -438,7 +458,8 @@ def check_kernel_as_dot_product(fn) -> Feedback:
         correct="Correct: with unit-norm keys, -|q - k|²/(2σ²) = qᵀk/σ² - |q|²/(2σ²) -"
         " 1/(2σ²); the last two terms are the same for every key and cancel in the"
         " softmax. Gaussian-kernel regression is dot-product attention with temperature"
-        " σ².",
+        " σ². On the last case, keys of different norms, your softmax(qᵀk/σ²) is no"
+        " longer the kernel: there the -|k|²/(2σ²) term differs from key to key.",
     )
 
 

@@ -255,10 +255,12 @@ def _read_step(result, attend, gru, y_prev, prev_state):
 # gate
 
 
-def _gru_mistake(reset_after=False, no_reset=False, swap_update=False, swap_rz=False):
+def _gru_mistake(reset_after=False, no_reset=False, swap_update=False, swap_rz=False,
+                 no_state_bias=False, transposed=False):
     """The library's GRU update with one thing changed, by changing the gates' rows:
     r, z swapped; z negated (sigmoid(-a) = 1 - sigmoid(a): z and 1 − z swapped); r = 1
-    (no reset); or PyTorch's reset after the product."""
+    (no reset); bias_hh left out; each (Ds, Ds) block of weight_hh transposed; or
+    PyTorch's reset after the product."""
     def update(input_proj, state, weight_hh, bias_hh):
         blocks = [list(t.chunk(3, dim=-1 if t is input_proj else 0))
                   for t in (input_proj, weight_hh, bias_hh)]  # r, z, s̃ rows of each
@@ -269,25 +271,55 @@ def _gru_mistake(reset_after=False, no_reset=False, swap_update=False, swap_rz=F
                 rows[1] = -rows[1]
             if no_reset:  # a large input and no state term: r = sigmoid(1e4) = 1
                 rows[0] = torch.full_like(rows[0], 1e4 if rows is blocks[0] else 0.0)
+        if transposed:
+            blocks[1] = [block.T for block in blocks[1]]
         input_proj, weight_hh, bias_hh = (torch.cat(rows, dim=-1 if rows is blocks[0]
                                                     else 0) for rows in blocks)
-        return gru_update(input_proj, state, weight_hh, bias_hh, reset_after)
+        return gru_update(input_proj, state, weight_hh,
+                          None if no_state_bias else bias_hh, reset_after)
     return update
+
+
+def _reset_after_bias_outside(input_proj, state, weight_hh, bias_hh):
+    """tanh(x_s + r ⊙ (W_ss s) + b_s): the reset after the product, its bias outside."""
+    ds = state.shape[-1]
+    x_r, x_z, x_s = input_proj.split(ds, dim=-1)
+    s_r, s_z, s_s = (state @ weight_hh.T).split(ds, dim=-1)
+    b_r, b_z, b_s = bias_hh.split(ds)
+    reset, update = torch.sigmoid(x_r + s_r + b_r), torch.sigmoid(x_z + s_z + b_z)
+    candidate = torch.tanh(x_s + reset * s_s + b_s)
+    return update * state + (1 - update) * candidate
 
 
 _GRU_MISTAKES = [
     (_gru_mistake(reset_after=True),
      "You applied the reset gate after the matrix product, r ⊙ (W_ss s + b): that is"
-     " PyTorch's (and cuDNN's) variant. Cho et al.'s GRU resets the state first:"
-     " W_ss (r ⊙ s)."),
+     " PyTorch's (and cuDNN's) variant, the form of the first arXiv versions of Cho et"
+     " al.'s paper. This exercise asks for this page's equations, which reset the"
+     " state before the product, W_ss (r ⊙ s), as Cho et al.'s EMNLP paper and"
+     " Bahdanau et al.'s appendix do."),
+    (_reset_after_bias_outside,
+     "You applied the reset gate after the matrix product, r ⊙ (W_ss s), with the"
+     " bias outside it. This exercise asks for this page's equations, which reset the"
+     " state before the product: W_ss (r ⊙ s) + b_s."),
     (_gru_mistake(no_reset=True),
      "The reset gate r is missing from the candidate state s̃."),
     (_gru_mistake(swap_update=True),
-     "The update gate is the wrong way round: s' = z ⊙ s + (1 − z) ⊙ s̃ (z = 1 keeps"
-     " the old state)."),
+     "You wrote s' = (1 − z) ⊙ s + z ⊙ s̃, the convention of Bahdanau et al.'s"
+     " appendix, in which z weighs the candidate. It is the same kind of GRU (negate"
+     " z's weights and bias and one becomes the other), but this exercise's z follows"
+     " this page's convention, Cho et al.'s and PyTorch's: s' = z ⊙ s + (1 − z) ⊙ s̃"
+     " (z = 1 keeps the old state)."),
     (_gru_mistake(swap_rz=True),
      "The first Ds rows belong to the reset gate r and the next Ds to the update"
      " gate z (order r, z, s̃, as in torch.nn.GRU)."),
+    (_gru_mistake(no_state_bias=True),
+     "You left out bias_hh: each of the state's three products has its bias too,"
+     " W_sr s + b_r, W_sz s + b_z and W_ss (r ⊙ s) + b_s."),
+    (_gru_mistake(transposed=True),
+     "You multiplied the state by the weight blocks untransposed, s @ W_sr: the rows"
+     " of weight_hh are output units, as in nn.Linear, so the product is s @ W_sr.T"
+     " (or F.linear(s, W_sr))."),
 ]
 
 
@@ -310,7 +342,8 @@ def _explain_gru(got, expected, *case):
 @checker
 def check_gru_update(fn) -> Feedback:
     """Check ``fn(input_proj, state, weight_hh, bias_hh) -> new_state``: the GRU update
-    of Cho et al. (2014), reset before the product.
+    as 3.1 writes it, s' = z ⊙ s + (1 − z) ⊙ s̃ with the reset before the product (Cho
+    et al.'s EMNLP 2014 form).
 
     ``input_proj`` holds ``W_x x + b_x`` for the gates r, z, s̃ (in that order, Ds
     columns each); the reset gate scales the state *before* the candidate's matrix
@@ -323,8 +356,8 @@ def check_gru_update(fn) -> Feedback:
     """
     generator = torch.Generator().manual_seed(3)
     cases = []
-    for batch_size, dh in ((3, 4), (2, 3)):
-        shapes = ((batch_size, 3 * dh), (batch_size, dh), (3 * dh, dh), (3 * dh,))
+    for batch_size, ds in ((3, 4), (2, 3)):
+        shapes = ((batch_size, 3 * ds), (batch_size, ds), (3 * ds, ds), (3 * ds,))
         cases.append(tuple(torch.randn(*shape, generator=generator)
                            for shape in shapes))
     return diagnose(
@@ -349,7 +382,8 @@ def check_stock_gru(fn) -> Feedback:
     of fixed sizes is caught.
 
     Shapes:
-        the returned GRU: input size E + Dc, hidden size Ds, one layer, batch_first
+        the returned GRU: input size E + context_size, hidden size Ds, one layer,
+            batch_first
     """
     if not callable(fn):
         return run_safely(fn)[1]
@@ -396,7 +430,7 @@ def _run_gru(gru, cell, order=(0, 1)):
     if (gru.input_size != input_size + context_size or gru.hidden_size != num_hiddens
             or gru.num_layers != 1):
         return None, Feedback.wrong(
-            f"The GRU reads [y; c], so input_size = E + Dc = {input_size} +"
+            f"The GRU reads [y; c], so input_size = E + context_size = {input_size} +"
             f" {context_size} = {input_size + context_size}, with hidden_size"
             f" {num_hiddens} (the cell's) and one layer; got"
             f" input_size={gru.input_size}, hidden_size={gru.hidden_size},"
@@ -404,7 +438,8 @@ def _run_gru(gru, cell, order=(0, 1)):
         )
     if not gru.batch_first:
         return None, Feedback.wrong(
-            "Build it with batch_first=True (the check feeds (B, L, E + Dc))."
+            "Build it with batch_first=True (the check feeds (B, Lq, E +"
+            " context_size))."
         )
     if not gru.bias:
         return None, Feedback.wrong(
@@ -424,13 +459,20 @@ def _explain_gru_copy(got, expected, cell) -> str:
     if error is None and close(swapped[0], expected):
         return ("Your weights expect [c; y] (as d2l concatenates), but the check feeds"
                 " [y; c]: the first E columns of weight_ih act on y.")
-    weight_ih, weight_hh, bias_ih = (t.detach().cpu() for t in (
-        gru.weight_ih_l0, gru.weight_hh_l0, gru.bias_ih_l0))
-    if close(weight_ih, cell.weight_ih.detach()) and not close(
-            bias_ih, cell.bias_ih.detach()):
+    weight_ih, weight_hh, bias_ih, bias_hh = (t.detach().cpu() for t in (
+        gru.weight_ih_l0, gru.weight_hh_l0, gru.bias_ih_l0, gru.bias_hh_l0))
+    if close(weight_ih, cell.weight_ih.detach()) and close(
+            weight_hh, cell.weight_hh.detach()):
+        if close(bias_ih, cell.bias_hh.detach()) and close(
+                bias_hh, cell.bias_ih.detach()):
+            return (
+                "bias_ih and bias_hh are swapped. They are not interchangeable: b_hn"
+                " sits inside r ⊙ (W_hn s + b_hn). Copy bias_ih into bias_ih_l0 and"
+                " bias_hh into bias_hh_l0."
+            )
         return (
-            "The weights are copied but the biases are not: copy bias_ih and bias_hh"
-            " too."
+            "The weights are copied but the biases are not: copy bias_ih into"
+            " bias_ih_l0 and bias_hh into bias_hh_l0 too."
         )
     if not close(weight_hh, cell.weight_hh.detach()):
         return "weight_hh_l0 differs from the cell's weight_hh: copy it."

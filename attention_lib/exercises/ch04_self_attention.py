@@ -654,8 +654,9 @@ def check_padding_mask(fn) -> Feedback:
         fn, [(torch.tensor(rows), pad_id) for rows, pad_id, _ in _PADDING_CASES],
         _padding_reference, _PADDING_MISTAKES, what="mask", where=_padding_where,
         compare=torch.equal, read=_read_padding_mask, explain=explain,
-        correct="Correct: (tokens != pad_id)[:, None, :] (B, 1, Lk) is True at every"
-        " real key for every query and head, the mask that valid_lens stands for.",
+        correct="Correct: tokens != pad_id, shaped to broadcast over the queries (and"
+        " heads), is True at every real key for every query and head, the mask that"
+        " valid_lens stands for.",
     )
 
 

@@ -296,8 +296,9 @@ _STEP_MISTAKES = {
         " token. Reshape to (B, L, H, Dh), then .transpose(1, 2)."
     ),
     ("scale", "none"): (
-        "no scale: divide each head's scores by √Dh before the softmax; without it"
-        " the scores grow with √Dh and the softmax saturates."
+        "no scale: divide each head's scores by √Dh before the softmax. Without it"
+        " the scores' spread grows like √Dh (for entries of variance 1), and with"
+        " large heads the softmax saturates."
     ),
     ("scale", "D"): (
         "scale √D instead of √Dh: each head's dot product adds only Dh terms, so"

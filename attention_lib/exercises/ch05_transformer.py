@@ -583,7 +583,7 @@ def _smoothed_variants(logits: Tensor, target: int, eps: float) -> list:
     return [
         (-(q_other * log_probs).sum(),
          "ε spread over the V − 1 wrong classes (1 − ε on the right one, ε/(V − 1)"
-         " on each other): that is the other convention (fairseq's). PyTorch's"
+         " on each other): that is the other convention (current fairseq's). PyTorch's"
          " label_smoothing, the library and Szegedy et al. mix the one-hot target"
          " with the uniform distribution over all V classes: 1 − ε + ε/V on the"
          " right class, ε/V on every other."),
@@ -836,6 +836,14 @@ def check_cache_size(fn) -> Feedback:
         (lambda t, n, d, b: 2 * n * b * (t - 1) * d,
          "one position too few: the token fed at step T is cached too, T positions"
          " in all."),
+        (lambda t, n, d, b: 8 * n * b * t * d,
+         "that is the cache's size in bytes in float32 (4 bytes a number); count"
+         " numbers: 2·N·B·T·D."),
+        (lambda t, n, d, b: 4 * n * b * t * d,
+         "twice the answer. If you counted the cross-attention's keys and values"
+         " as well: they are the source's Lk positions, projected once into"
+         " state.memory, and do not grow with T. If you counted bytes in float16"
+         " (2 a number): count numbers."),
         (lambda t, n, d, b: n * b * d * t * (t + 1),
          "you summed the cache's size over all steps, 1 + 2 + ... + T. The cache"
          " grows by one position a step; after T steps it holds T."),

@@ -430,13 +430,27 @@ def check_online_softmax(fn) -> Feedback:
         fn, [(torch.tensor(scores), block) for scores, block in _STATS_CASES],
         reference, mistakes, what="pair",
         read=lambda got, *case: _read_pair(got, ("maximum", "total")),
-        compare=close_each, explain=_explain_stats,
+        compare=_close_stats, explain=_explain_stats,
         where=lambda x, block: f"For x = {[round(s, 2) for s in x[:4].tolist()]}...,"
         f" n = {len(x)}, block = {block}",
         correct="Correct: m_new = max(m, max(block)); total = total · exp(m − m_new) +"
         " Σ exp(block − m_new), and a block of −∞ only changes nothing. Then"
         " m + log(total) = logsumexp(x), without ever holding all of x.",
     )
+
+
+def _close_stats(got, expected) -> bool:
+    """:func:`close_each`, or the same maximum and a total within 1e-4 of the expected
+    one: a running log-sum-exp kept in float32 (``torch.logaddexp``), then
+    ``total = exp(lse - m)``, is a correct online softmax that loses a few digits at
+    scores near 1000; the named mistakes are off by far more."""
+    if close_each(got, expected):
+        return True
+    (maximum, total), (top, expected_total) = got, expected
+    return (isinstance(total, Tensor) and close(maximum, top)
+            and bool(torch.isfinite(total.double()).all())
+            and torch.allclose(total.double(), expected_total.double(), rtol=1e-4,
+                               atol=0.0))
 
 
 def _explain_stats(got, expected, x, block) -> str:

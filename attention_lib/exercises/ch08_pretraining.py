@@ -378,23 +378,40 @@ def _rms_norm(x: Tensor, weight: Tensor, eps: float) -> Tensor:
 def _rms_variants(x: Tensor, weight: Tensor, eps: float) -> list:
     square = x.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)
     centred = x - x.mean(dim=-1, keepdim=True)
-    var = centred.pow(2).mean(dim=-1, keepdim=True)
+    var = centred.pow(2).mean(dim=-1, keepdim=True)  # biased: divides by D
+    unbiased = x.var(dim=-1, keepdim=True)  # PyTorch's default: divides by D - 1
+    rms_text = (" The root mean square is sqrt(mean(x²)), x.pow(2).mean(-1,"
+                " keepdim=True): no mean subtracted.")
     variants = [
         (centred / (var + eps).sqrt() * weight,
          "you subtracted the mean: that is LayerNorm (without its bias). RMSNorm"
          " keeps the mean and only rescales: y = x / sqrt(mean(x²) + eps) · weight."),
+        (centred / (unbiased + eps).sqrt() * weight,
+         "you subtracted the mean and divided by the root of x.var(): that is"
+         " LayerNorm (without its bias), and with the variance PyTorch computes by"
+         " default, which divides by D − 1 (LayerNorm divides by D). RMSNorm keeps the"
+         " mean and only rescales: y = x / sqrt(mean(x²) + eps) · weight."),
         (x / (var + eps).sqrt() * weight,
-         "you divided by the standard deviation (x.var() or x.std()), which subtracts"
-         " the mean inside. The root mean square is sqrt(mean(x²)), x.pow(2).mean(-1,"
-         " keepdim=True)."),
+         "you divided by the standard deviation (x.var(unbiased=False) or"
+         " x.std(unbiased=False)), which subtracts the mean inside." + rms_text),
+        (x / (unbiased + eps).sqrt() * weight,
+         "you divided by the standard deviation (x.var() or x.std(), which by default"
+         " subtract the mean and divide by D − 1)." + rms_text),
         (x / (square + eps) * weight,
          "the square root is missing: divide by sqrt(mean(x²) + eps), the root of the"
          " mean square (torch.rsqrt multiplies by its inverse)."),
         (x / (square.sqrt() + eps) * weight,
          "eps is outside the square root, x / (sqrt(mean(x²)) + eps). For ordinary"
          " activations (the first case) the two agree; for small ones, here"
-         " mean(x²) is close to eps, they do not. RMSNorm, torch.nn.RMSNorm and the"
-         " library add eps inside: x / sqrt(mean(x²) + eps)."),
+         " mean(x²) is close to eps, they do not. Zhang and Sennrich's equation has"
+         " no eps, and implementations differ; this exercise's formula, like"
+         " torch.nn.RMSNorm, Llama and the library, adds eps inside:"
+         " x / sqrt(mean(x²) + eps)."),
+        (x / square.sqrt() * weight,
+         "eps is missing: x / sqrt(mean(x²)). For ordinary activations (the first"
+         " case) that hardly matters; for small ones, here mean(x²) is close to eps,"
+         " it does, and for a vector of zeros it divides by zero. Add eps inside the"
+         " root: x / sqrt(mean(x²) + eps)."),
         (x / (square + eps).sqrt(),
          "the weight is missing: multiply by the learned weight, one number per"
          " feature (D of them)."),
@@ -422,9 +439,10 @@ def _rms_variants(x: Tensor, weight: Tensor, eps: float) -> list:
 def check_rms_norm(fn) -> Feedback:
     """Check ``fn(x, weight, eps) -> y``: ``x / sqrt(mean(x²) + eps) · weight`` over
     the last axis, as :class:`~attention_lib.transformer.RMSNorm`. Names the mean
-    subtracted (LayerNorm), the standard deviation, the square root missing, eps
-    outside the root, the weight missing, the sum of squares, a product with the RMS
-    and the mean over another axis.
+    subtracted (LayerNorm, with the biased or PyTorch's default unbiased variance),
+    the standard deviation (biased or unbiased), the square root missing, eps outside
+    the root, eps missing, the weight missing, the sum of squares, a product with the
+    RMS and the mean over another axis.
 
     Shapes:
         fn: (x (..., D), weight (D,), float eps) -> (..., D)
@@ -653,8 +671,10 @@ def _mlm_rates(tokens, inputs, labels) -> str | None:
                 " them.")
     if not _near(num_chosen, num_ordinary, 0.15):
         return (f"you chose {num_chosen / num_ordinary:.1%} of the {num_ordinary}"
-                " ordinary tokens. BERT chooses each ordinary token with probability"
-                " 0.15 (padding and special ids never).")
+                " ordinary tokens. BERT chooses 15% of the ordinary tokens, never"
+                " padding or special ids: here each one with probability 0.15 (as"
+                " the library and Hugging Face's collator do; Google's BERT code"
+                " takes a fixed count per sentence instead).")
     shares = (f"of the {num_chosen} chosen tokens {masked / num_chosen:.0%} became"
               f" [MASK], {replaced / num_chosen:.0%} a random token and"
               f" {kept / num_chosen:.0%} stayed as they were")
