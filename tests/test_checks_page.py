@@ -107,3 +107,7 @@ def test_every_claim_names_the_sentence_it_backs(path):
     backs = measure_spread.abouts_in(nb, "backs")
     missing = [name for name, *_ in measure_spread.claims_in(nb) if not backs.get(name)]
     assert not missing, f"claims without backs=: {missing}"
+    page = PAGE.read_text(encoding="utf-8")
+    for name, sentence in backs.items():
+        shown = f"backs “{sentence.replace('|', chr(92) + '|')}”"
+        assert shown in page, f"{name}: its sentence is not on {PAGE.name}"

@@ -253,9 +253,11 @@ def _doc(path: Path) -> str:
     return f"{{doc}}`{_page_number(path)} </{target}>`"
 
 
-def _words(name: str, about: str | None) -> str:
+def _words(name: str, about: str | None, sentence: str = "") -> str:
+    """The claim cell: what is measured, the sentence it backs, and its name."""
     words = about or re.sub(r"^ch\d+_", "", name).replace("_", " ")
-    return f"{words} (`{name}`)"
+    backs = f": backs “{sentence}”" if sentence else ""
+    return f"{words}{backs} (`{name}`)"
 
 
 def _spread(values: list) -> str:
@@ -350,9 +352,8 @@ def report(
                             about = about.replace("{…}", part, 1)
                     sentence = backs.get(name, "").replace("|", "\\|")
                     rows.append(
-                        f"| {_doc(path)} | {_words(one, about)} |"
+                        f"| {_doc(path)} | {_words(one, about, sentence)} |"
                         f" {bounds_text(low, high, checked)} | {_spread(seen)} |"
-                        f" {sentence and f'“{sentence}”'} |"
                     )
         if not rows:
             continue
@@ -361,8 +362,8 @@ def report(
             "",
             f"## Chapter {int(folder.name[:2])}: {title.lstrip('# ').strip()}",
             "",
-            "| page | claim | range | measured | the sentence it backs |",
-            "| --- | --- | --- | --- | --- |",
+            "| page | claim | range | measured |",
+            "| --- | --- | --- | --- |",
             *rows,
         ]
     lines += [
