@@ -133,9 +133,15 @@ const codeBlocks = Array.from(document.querySelectorAll('div.cell_input pre')).m
     scrolls: pre.scrollWidth > pre.clientWidth,
     start: pre.textContent.slice(0, 60)}));
 const width = window.outerWidth;
+// One printed output arriving as several boxes: consecutive stream blocks in one cell.
+const splitOutputs = Array.from(document.querySelectorAll('div.cell_output'))
+    .filter(out => Array.from(out.children).some(
+        (el, i, all) => i > 0 && el.matches('.output.stream')
+                        && all[i - 1].matches('.output.stream')))
+    .map(out => out.textContent.trim().slice(0, 40));
 return {math: math.length, untypeset, errors, images, links, views, widgets, external,
         deadControls, text, figures, icons, notesLinks, scrollingTables, clippedLabels,
-        codeBlocks, width,
+        codeBlocks, width, splitOutputs,
         title: document.title, mathjax: !!(window.MathJax && window.MathJax.version),
         mathjaxVersion: window.MathJax && window.MathJax.version || null};
 """
@@ -597,6 +603,13 @@ def test_every_figure_has_a_caption_and_words_for_alt_text(loaded, page):
     pathlike = re.compile(r"(\.(png|svg|jpe?g)$)|/|^\s*$")
     alts = [f["alt"] for f in figures if pathlike.search(f["alt"])]
     assert not alts, f"{page}: alt text that is not words: {alts}"
+
+
+@pytest.mark.parametrize("page", NOTEBOOK_PAGES)
+def test_a_printed_output_is_one_box(loaded, page):
+    """A cell that prints a table row by row shows one block, not one box per row."""
+    split = loaded(page).info["splitOutputs"]
+    assert not split, f"{page}: outputs split into several boxes: {split}"
 
 
 def test_figures_are_found():
