@@ -129,8 +129,11 @@ def softmax_lse(
         scores.masked_fill_(~allowed, -math.inf)
     elif allowed is not None:
         scores, in_place = torch.where(allowed, scores, -math.inf), not recorded
-    top = scores.detach().amax(dim=-1, keepdim=True)  # (..., Lq, 1)
-    top = top.masked_fill(top == -math.inf, 0.0)  # a row with nothing to attend to
+    if scores.shape[-1]:
+        top = scores.detach().amax(dim=-1, keepdim=True)  # (..., Lq, 1)
+        top = top.masked_fill(top == -math.inf, 0.0)  # a row with nothing to attend to
+    else:  # no keys at all (Lk = 0): empty rows, lse -inf
+        top = scores.new_zeros(scores.shape[:-1] + (1,))  # (..., Lq, 1)
     if in_place:
         exp = scores.sub_(top).exp_()  # one (Lq, Lk) buffer, not three
     else:
