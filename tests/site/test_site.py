@@ -65,6 +65,8 @@ SEARCH_CASES = [
     ("broadcastable", "book/notation"),
     ("注意力", "book/glossary"),  # the glossary: either language finds it
     ("自注意力", "book/glossary"),
+    ("多头", "book/glossary"),  # words inside Chinese text (book/_ext/search_zh.py)
+    ("注意", "book/glossary"),
     ("掩码", "book/glossary"),
     ("perplexity", "book/glossary"),
     ("unfounded", "book/notes"),
