@@ -1,5 +1,6 @@
 """Structure of the committed notebooks (nbval re-runs their code; these check the
 rest)."""
+import ast
 import re
 import subprocess
 import sys
@@ -177,12 +178,31 @@ PLUMBING = [
 ]
 
 
+# Names only the page's checks and static figures use: imported where the website shows
+# no code (a removed cell, or the folded code of a figure).
+PLUMBING_NAMES = {"claim", "glue", "static_explorer"}
+
+
+def _imported(source):
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # a cell with IPython magics
+        return set()
+    return {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+            for alias in node.names}
+
+
 def plumbing_in(nb):
+    visible = [(i, cell) for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
+               if "remove-cell" not in cell.metadata.get("tags", [])]
     return [
         f"cell {i}: {pattern.pattern} in {cell.source[:60]!r}"
-        for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
-        if "remove-cell" not in cell.metadata.get("tags", [])
+        for i, cell in visible
         for pattern in PLUMBING if pattern.search(cell.source)
+    ] + [
+        f"cell {i}: imports {sorted(_imported(cell.source) & PLUMBING_NAMES)}"
+        for i, cell in visible if _imported(cell.source) & PLUMBING_NAMES
+        if not {"hide-input", "remove-input"} & set(cell.metadata.get("tags", []))
     ]
 
 
@@ -195,6 +215,9 @@ def test_no_test_plumbing_in_visible_code(path):
 def test_the_plumbing_rule_catches_a_visible_glue():
     cell = nbformat.v4.new_code_cell('x = 1\nglue("x", x)  # nbval ignores it')
     assert len(plumbing_in(nbformat.v4.new_notebook(cells=[cell]))) == 2
+    imports = nbformat.v4.new_code_cell(
+        "from attention_lib import (\n    claim,\n    tokenize,\n)")
+    assert len(plumbing_in(nbformat.v4.new_notebook(cells=[imports]))) == 1
     cell.metadata["tags"] = ["remove-cell"]
     assert not plumbing_in(nbformat.v4.new_notebook(cells=[cell]))
 

@@ -3,7 +3,8 @@ import importlib.util
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("search_zh", ROOT / "book/_ext/search_zh.py")
+spec = importlib.util.spec_from_file_location(
+    "search_zh", ROOT / "book" / "_ext" / "search_zh.py")
 search_zh = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(search_zh)
 
