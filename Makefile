@@ -17,6 +17,11 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 NBVAL := --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=1800 -p no:cacheprovider -q
 
 .PHONY: env book serve test test-fast execute bench clean system-book system-test thread-check
+.PHONY: busy-check
+
+# A claim that fails on a reader's run shows a note and the page goes on; in the book's own
+# checks it fails (attention_lib/claims.py).
+test thread-check colab-check execute busy-check gpu-check: export ATTENTION_LIB_STRICT_CLAIMS := 1
 
 env: $(STAMP)
 
@@ -65,6 +70,11 @@ execute: $(STAMP)
 # 2 threads; re-run them with 1 thread, whose arithmetic differs in the last bits, and validate.
 thread-check: $(STAMP)
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest chapters $(NBVAL)
+
+# A busy machine: the pages that time or train (tools/busy_check.py says which) re-run by nbval
+# while another process keeps one core busy; each must pass, in at most 2.5 times its quiet time.
+busy-check: $(STAMP)
+	$(PY) tools/busy_check.py chapters -- $(NBVAL)
 
 bench: $(STAMP)
 	$(PY) -m bench.run_all

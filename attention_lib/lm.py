@@ -39,6 +39,7 @@ from .data import Vocab, load_fra_eng
 from .efficient import generate as generate_tokens
 from .multihead import KVCache, head_mask
 from .masking import causal_mask
+from .measure import fitted_threads
 from .positional import RotaryEmbedding, SinusoidalPositionalEncoding
 from .sampling import apply_temperature, greedy, sample, top_k_filter, top_p_filter
 from .training import History
@@ -479,26 +480,28 @@ def train_lm(
     bar = tqdm(total=steps, desc=desc, unit="batch", disable=not progress,
                miniters=max(1, steps // 100))
     started = time.perf_counter()
-    for _ in range(steps):
-        inputs, valid_lens, labels = batches(generator)
-        inputs, labels = inputs.to(device), labels.to(device)
-        if valid_lens is not None:
-            valid_lens = valid_lens.to(device)
-        logits = model(inputs, valid_lens)  # (B, L, V) or (B, C)
-        if logits.dim() == 2:
-            logits, labels = logits[:, None], labels[:, None]  # one position each
-        loss = lm_loss(logits, labels)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-        optimizer.step()
-        if schedule is not None:
-            schedule.step()
-        history["train"].append(loss.item())
-        history.batches += 1
-        history.tokens += int((labels != IGNORE_INDEX).sum())
-        bar.update(1)
-        bar.set_postfix(loss=f"{history['train'][-1]:.3f}", refresh=False)
+    with fitted_threads() as refit:  # as many threads as the machine can give
+        for _ in range(steps):
+            refit()  # the machine's load may have changed
+            inputs, valid_lens, labels = batches(generator)
+            inputs, labels = inputs.to(device), labels.to(device)
+            if valid_lens is not None:
+                valid_lens = valid_lens.to(device)
+            logits = model(inputs, valid_lens)  # (B, L, V) or (B, C)
+            if logits.dim() == 2:
+                logits, labels = logits[:, None], labels[:, None]  # one position each
+            loss = lm_loss(logits, labels)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+            optimizer.step()
+            if schedule is not None:
+                schedule.step()
+            history["train"].append(loss.item())
+            history.batches += 1
+            history.tokens += int((labels != IGNORE_INDEX).sum())
+            bar.update(1)
+            bar.set_postfix(loss=f"{history['train'][-1]:.3f}", refresh=False)
     history.seconds = time.perf_counter() - started
     bar.close()
     model.eval()

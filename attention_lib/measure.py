@@ -11,11 +11,20 @@ branch is one that the tests run, by simulating each kind of machine.
 What a call costs is measured here too, for every page and benchmark:
 :func:`best_seconds` (time, synchronising a GPU) and :func:`peak_memory` (memory).
 
+A CPU shared with other work gives fewer cores than PyTorch asks for: two threads on a
+machine with one of its two cores busy wait for each other, and a product can take 7
+times as long as on one thread. The timers and the training functions therefore run on
+:func:`fitted_threads`: as many threads as there are cores other processes leave idle
+(:func:`busy_cores`), never more than PyTorch's own setting, which a quiet
+machine keeps.
+
 Taught in ``chapters/05_transformer/02_training.ipynb``.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -30,6 +39,9 @@ __all__ = [
     "native_bfloat16",
     "by_device",
     "synchronize",
+    "busy_cores",
+    "thread_count",
+    "fitted_threads",
     "seconds_per_call",
     "best_seconds",
     "matmul_size",
@@ -160,6 +172,103 @@ def synchronize(device: torch.device | str) -> None:
         torch.mps.synchronize()
 
 
+def _cpu_seconds() -> tuple[float, float, float] | None:
+    """(clock, CPU-seconds busy on this process's cores, CPU-seconds of this process)
+    from Linux's /proc; None elsewhere."""
+    try:
+        cores = os.sched_getaffinity(0)
+        with open("/proc/stat") as stat:
+            lines = stat.readlines()
+        with open("/proc/self/stat") as own:
+            fields = own.read().rpartition(")")[2].split()
+    except (OSError, AttributeError):  # not Linux
+        return None
+    busy = 0
+    for line in lines:  # "cpu3 user nice system idle iowait irq softirq steal ..."
+        name, *ticks = line.split()
+        if name[3:].isdigit() and int(name[3:]) in cores:
+            user, nice, system, _, _, irq, softirq, steal = map(int, ticks[:8])
+            busy += user + nice + system + irq + softirq + steal
+    own_ticks = int(fields[11]) + int(fields[12])  # utime + stime, all threads
+    tick = os.sysconf("SC_CLK_TCK")
+    return time.monotonic(), busy / tick, own_ticks / tick
+
+
+_load = {"since": None, "busy": 0.0}  # the last reading of /proc, and what it gave
+
+
+def busy_cores(interval: float = 0.2) -> float | None:
+    """How many of this process's cores other processes keep busy, in cores (1.0: one
+    core fully busy): the time the kernel counts as busy on those cores
+    (``/proc/stat``) less this process's own (``/proc/self/stat``), per second of the
+    last ``interval`` seconds or more. It is measured since the previous reading, so
+    calling it often costs nothing: within ``interval`` of a reading it returns that
+    reading's answer; the first call waits ``interval``. None where ``/proc`` is
+    missing (macOS, Windows).
+
+    Shapes:
+        returns: float, cores, or None
+
+    Taught in ``chapters/02_attention/04_vectorised_attention.ipynb``.
+    """
+    now = _cpu_seconds()
+    if now is None:
+        return None
+    since = _load["since"]
+    if since is None:  # the first reading: measure over the next interval
+        time.sleep(interval)
+        since, now = now, _cpu_seconds()
+    elif now[0] - since[0] < interval:
+        return _load["busy"]
+    others = (now[1] - since[1]) - (now[2] - since[2])
+    _load.update(since=now, busy=max(0.0, others / (now[0] - since[0])))
+    return _load["busy"]
+
+
+def thread_count(wanted: int | None = None) -> int:
+    """The threads the machine can give: ``wanted`` (default: PyTorch's setting, one
+    per core unless ``OMP_NUM_THREADS`` says otherwise) less one for each core that
+    other processes keep more than half busy (:func:`busy_cores`), at least 1. On a
+    quiet machine, ``wanted``.
+
+    Shapes:
+        returns: int
+
+    Taught in ``chapters/02_attention/04_vectorised_attention.ipynb``.
+    """
+    wanted = wanted or torch.get_num_threads()
+    busy = busy_cores()
+    if busy is None:
+        return wanted
+    idle = len(os.sched_getaffinity(0)) - int(busy + 0.5)
+    return max(1, min(wanted, idle))
+
+
+@contextlib.contextmanager
+def fitted_threads():
+    """Run the body on :func:`thread_count` threads (``torch.set_num_threads``) and
+    restore PyTorch's setting afterwards. It yields a function that fits the count
+    again, for a long loop to call at every step as the machine's load changes.
+
+    Shapes:
+        none
+
+    Taught in ``chapters/02_attention/04_vectorised_attention.ipynb``.
+    """
+    wanted = torch.get_num_threads()
+
+    def refit() -> None:
+        threads = thread_count(wanted)
+        if threads != torch.get_num_threads():
+            torch.set_num_threads(threads)
+
+    refit()
+    try:
+        yield refit
+    finally:
+        torch.set_num_threads(wanted)
+
+
 def seconds_per_call(
     fn: Callable[[], object],
     device: torch.device | str = "cpu",
@@ -168,7 +277,8 @@ def seconds_per_call(
     """Seconds per call of ``fn()``, measured once: the call is repeated until
     ``min_seconds`` have passed (a long call runs once; ``min_seconds=0``: exactly
     once), then the time is divided by the calls. On a GPU the device is synchronised
-    before the clock is read. No warm-up: the caller decides.
+    before the clock is read. It runs on :func:`fitted_threads`, so another busy
+    process slows it no more than it must. No warm-up: the caller decides.
 
     Shapes:
         returns: float, seconds
@@ -176,14 +286,15 @@ def seconds_per_call(
     Taught in ``chapters/02_attention/04_vectorised_attention.ipynb``.
     """
     device = torch.device(device)
-    calls, started = 0, time.perf_counter()
-    while True:
-        fn()
-        synchronize(device)  # GPU calls return before the work is done
-        calls += 1
-        elapsed = time.perf_counter() - started
-        if elapsed >= min_seconds:
-            return elapsed / calls
+    with fitted_threads():
+        calls, started = 0, time.perf_counter()
+        while True:
+            fn()
+            synchronize(device)  # GPU calls return before the work is done
+            calls += 1
+            elapsed = time.perf_counter() - started
+            if elapsed >= min_seconds:
+                return elapsed / calls
 
 
 def best_seconds(
@@ -200,8 +311,9 @@ def best_seconds(
 
     Taught in ``chapters/05_transformer/02_training.ipynb``.
     """
-    fn()
-    synchronize(device)
+    with fitted_threads():  # the warm-up too
+        fn()
+        synchronize(device)
     return min(seconds_per_call(fn, device, min_seconds) for _ in range(repeats))
 
 

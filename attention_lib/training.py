@@ -19,7 +19,7 @@ from torch.optim.lr_scheduler import LRScheduler
 from tqdm.auto import tqdm
 
 from ._checks import describe
-from .measure import native_bfloat16
+from .measure import fitted_threads, native_bfloat16
 
 __all__ = [
     "choose_device",
@@ -234,50 +234,55 @@ def train_seq2seq(
                miniters=max(1, total_batches // 100))
     precision_context = autocast(device, precision)  # decided once, entered per batch
     stop = None
-    for epoch in range(num_epochs):
-        total, tokens = 0.0, 0
-        started = time.perf_counter()
-        for batch in loader:
-            model.train()  # (a callback may have evaluated the model)
-            src, src_valid_lens, tgt_input, tgt_output, _ = (
-                t.to(device) for t in batch
-            )
-            # 1. Teacher forcing: the decoder reads the true previous token, not its own
-            # guess.
-            with precision_context:
-                logits = model(src, src_valid_lens, tgt_input)  # (B, Lq, V)
-                loss = sequence_loss(logits.float(), tgt_output, pad, label_smoothing)
-            # 2. Backpropagate, clip the gradient norm (RNNs' gradients can explode),
-            # step.
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-            optimizer.step()
-            if scheduler is not None:
-                scheduler.step()
-            n = int((tgt_output != pad).sum())
-            total, tokens = total + loss.item() * n, tokens + n
-            history.batches += 1
-            bar.update(1)
-            bar.set_postfix(
-                epoch=epoch + 1, loss=f"{total / tokens:.3f}", refresh=False
-            )  # shown at the next refresh
-            # 3. The callback, off the clock; it may stop training.
-            history.seconds += time.perf_counter() - started
-            stop = callback and callback(history.batches, history.seconds)
+    with fitted_threads() as refit:  # as many threads as the machine can give
+        for epoch in range(num_epochs):
+            total, tokens = 0.0, 0
             started = time.perf_counter()
+            for batch in loader:
+                refit()  # the machine's load may have changed
+                model.train()  # (a callback may have evaluated the model)
+                src, src_valid_lens, tgt_input, tgt_output, _ = (
+                    t.to(device) for t in batch
+                )
+                # 1. Teacher forcing: the decoder reads the true previous token, not
+                # its own guess.
+                with precision_context:
+                    logits = model(src, src_valid_lens, tgt_input)  # (B, Lq, V)
+                    loss = sequence_loss(
+                        logits.float(), tgt_output, pad, label_smoothing
+                    )
+                # 2. Backpropagate, clip the gradient norm (RNNs' gradients can
+                # explode), step.
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+                optimizer.step()
+                if scheduler is not None:
+                    scheduler.step()
+                n = int((tgt_output != pad).sum())
+                total, tokens = total + loss.item() * n, tokens + n
+                history.batches += 1
+                bar.update(1)
+                bar.set_postfix(
+                    epoch=epoch + 1, loss=f"{total / tokens:.3f}", refresh=False
+                )  # shown at the next refresh
+                # 3. The callback, off the clock; it may stop training.
+                history.seconds += time.perf_counter() - started
+                stop = callback and callback(history.batches, history.seconds)
+                started = time.perf_counter()
+                if stop:
+                    # stopped on purpose, not by an error: drawn full
+                    _end_bar_early(bar)
+                    bar.set_postfix(epoch=epoch + 1, loss=f"{total / tokens:.3f}",
+                                    stopped=stop)
+                    break
+            history.seconds += time.perf_counter() - started
+            history.tokens += tokens
+            history["train"].append(total / tokens)
+            if val_loader is not None:
+                history["val"].append(evaluate_loss(model, val_loader, pad, device))
             if stop:
-                _end_bar_early(bar)  # stopped on purpose, not by an error: drawn full
-                bar.set_postfix(epoch=epoch + 1, loss=f"{total / tokens:.3f}",
-                                stopped=stop)
                 break
-        history.seconds += time.perf_counter() - started
-        history.tokens += tokens
-        history["train"].append(total / tokens)
-        if val_loader is not None:
-            history["val"].append(evaluate_loss(model, val_loader, pad, device))
-        if stop:
-            break
     bar.close()
     if callback is not None:
         callback(history.batches, history.seconds, done=True)
@@ -364,20 +369,24 @@ def train_classifier(
                miniters=max(1, total_batches // 100))
     history = History(train=[])
     started = time.perf_counter()
-    for epoch in range(num_epochs):
-        model.train()
-        order = torch.randperm(len(labels), generator=generator)  # (N,)
-        total = 0.0
-        for batch in order.split(batch_size):
-            x, y = images[batch].to(device), labels[batch].to(device)
-            loss = F.cross_entropy(model(x), y)  # the mean over the batch
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            total += loss.item() * len(batch)
-            bar.update(1)
-            bar.set_postfix(epoch=epoch + 1, loss=f"{loss.item():.3f}", refresh=False)
-        history["train"].append(total / len(labels))
+    with fitted_threads() as refit:  # as many threads as the machine can give
+        for epoch in range(num_epochs):
+            model.train()
+            order = torch.randperm(len(labels), generator=generator)  # (N,)
+            total = 0.0
+            for batch in order.split(batch_size):
+                refit()  # the machine's load may have changed
+                x, y = images[batch].to(device), labels[batch].to(device)
+                loss = F.cross_entropy(model(x), y)  # the mean over the batch
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                total += loss.item() * len(batch)
+                bar.update(1)
+                bar.set_postfix(
+                    epoch=epoch + 1, loss=f"{loss.item():.3f}", refresh=False
+                )
+            history["train"].append(total / len(labels))
     bar.close()
     history.seconds = time.perf_counter() - started
     history.batches = total_batches
