@@ -9,11 +9,22 @@
 // attention_lib's (data.preprocess, data.tokenize, TranslationData.encode,
 // decoding.greedy_decode) exactly; tests/site/test_translator_page.py checks both against
 // Python. User text only ever reaches the page through textContent.
+//
+// The page splits the reader's text at sentence ends and translates each sentence on
+// its own (the model was trained on single sentences). It downloads onnxruntime's
+// WebAssembly first, then the decoder step, then the encoder, so that the runtime
+// starts while the rest is still on its way, and shows the bytes as they arrive; the
+// build (book/_ext/site_assets.py) writes gzipped copies of these three files and the
+// sizes of everything into the page.
 
-const HERE = new URL('.', import.meta.url);
-const MODEL_DIR = new URL('translator/', HERE);
+const HERE = new URL('.', import.meta.url); // _static/
 const ORT_DIR = new URL('vendor/onnxruntime-web/', HERE);
+const ORT_MODULE = 'vendor/onnxruntime-web/ort.wasm.min.mjs';
+const ORT_GLUE = 'vendor/onnxruntime-web/ort-wasm-simd-threaded.mjs';
+const ORT_WASM = 'vendor/onnxruntime-web/ort-wasm-simd-threaded.wasm';
 const SVG = 'http://www.w3.org/2000/svg';
+const MAX_SENTENCES = 5; // translated at once; the rest is named as left out
+const NEARLY_DONE = 50e3; // bytes left in one download when the next one is asked for
 
 // --- Tokenisation: attention_lib/data.py ---------------------------------------------
 
@@ -28,6 +39,26 @@ export function preprocess(text) {
     out += char;
   });
   return out;
+}
+
+/** The reader's text cut after each run of . ! ? that whitespace follows: one piece a
+ * sentence, the whitespace between them dropped, pieces with no token left out. Text
+ * with no such break comes back whole, unchanged. */
+export function splitSentences(text) {
+  const source = String(text);
+  const pieces = [];
+  let start = 0;
+  for (const match of source.matchAll(/([.!?]+)\s+/gu)) {
+    pieces.push(source.slice(start, match.index + match[1].length));
+    start = match.index + match[0].length;
+  }
+  pieces.push(source.slice(start));
+  return pieces.filter((piece) => tokenize(preprocess(piece)).length > 0);
+}
+
+/** Punctuation only: what preprocess splits off (, . ! ?), alone or in a run. */
+export function isPunctuation(token) {
+  return /^[,.!?]+$/u.test(token);
 }
 
 /** data.tokenize: split on the space character only, no empty tokens. */
@@ -56,10 +87,15 @@ export function encode(settings, sentence) {
   const row = ids.slice(0, settings.num_steps);
   while (row.length < settings.num_steps) row.push(settings.pad);
   const validLen = row.filter((id) => id !== settings.pad).length;
+  const words = tokens.filter((token) => !isPunctuation(token));
   return {
+    sentence: String(sentence),
     tokens,
     row,
     validLen,
+    // something to translate: a word (not punctuation) in the vocabulary
+    translatable: words.some((token) => index.has(token)),
+    punctuationOnly: words.length === 0,
     unknown: tokens.filter((token) => !index.has(token)),
     dropped: tokens.slice(settings.num_steps),
     eosDropped: ids.length > settings.num_steps,
@@ -74,35 +110,168 @@ function vocabIndex(settings) {
   return indexes.get(settings);
 }
 
+// --- The download ---------------------------------------------------------------------
+
+/** What the build measured (book/_ext/site_assets.py), from the page: for each file
+ * under _static its size (`bytes`), the bytes that travel (`sent`) and whether a
+ * gzipped copy NAME.gz is fetched instead (`packed`); `sent` in all. Null if absent. */
+function readDownload() {
+  const mark = document.querySelector('.translator-download-size[data-download]');
+  try {
+    return mark ? JSON.parse(mark.dataset.download) : null;
+  } catch {
+    return null;
+  }
+}
+
+const download = readDownload();
+const canUnpack = typeof DecompressionStream === 'function';
+const arrived = new Map(); // path under _static -> bytes that have travelled
+let onProgress = () => {};
+
+function noteArrived(path, sent) {
+  arrived.set(path, sent);
+  onProgress();
+}
+
+/** Bytes of the download that have arrived, and its total (as the build measured it;
+ * files it did not list count as they arrive). */
+function downloaded() {
+  let sent = 0;
+  for (const bytes of arrived.values()) sent += bytes;
+  let total = download ? download.sent : 0;
+  for (const path of arrived.keys()) {
+    if (!download || !download.files[path]) total += arrived.get(path);
+  }
+  return {sent: Math.min(sent, total), total: Math.max(total, sent)};
+}
+
+async function gunzip(bytes) {
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+/** The bytes of a file under _static, read as they arrive. A packed file comes as its
+ * gzipped copy (kept as it is by GitHub Pages, which does not compress .gz or .onnx
+ * files) and is unpacked here. A server may also compress on the way: the body then
+ * comes unpacked, Content-Length (if sent at all) counts the packed bytes, and the
+ * progress counts the body at the build's ratio of packed to unpacked size. */
+async function fetchFile(path, nearlyDone = () => {}) {
+  const info = download && download.files[path];
+  const packed = Boolean(info && info.packed && canUnpack);
+  const response = await fetch(new URL(packed ? `${path}.gz` : path, HERE));
+  if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
+  const ratio = info && !packed && info.bytes ? info.sent / info.bytes : 1;
+  const limit = info ? info.sent : Infinity;
+  const chunks = [];
+  let length = 0;
+  if (response.body && response.body.getReader) {
+    const reader = response.body.getReader();
+    for (;;) {
+      const {done, value} = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      length += value.length;
+      const sent = Math.min(Math.round(length * ratio), limit);
+      noteArrived(path, sent);
+      if (limit - sent < NEARLY_DONE) nearlyDone();
+    }
+  } else {
+    chunks.push(new Uint8Array(await response.arrayBuffer()));
+    length = chunks[0].length;
+  }
+  noteArrived(path, info ? info.sent : length);
+  nearlyDone();
+  let bytes = chunks.length === 1 ? chunks[0] : new Uint8Array(length);
+  if (chunks.length !== 1) {
+    let offset = 0;
+    for (const chunk of chunks) {
+      bytes.set(chunk, offset);
+      offset += chunk.length;
+    }
+  }
+  // gzip's magic number: an ONNX file starts with 0x08, WebAssembly with 0x00
+  if (packed && bytes[0] === 0x1f && bytes[1] === 0x8b) bytes = await gunzip(bytes);
+  return bytes;
+}
+
+/** Fetch the files one after the other, each asked for when the one before it has
+ * NEARLY_DONE bytes left (or, for the first, once `after` resolves): one download at a
+ * time finishes each file early, and the overlap keeps the link busy. */
+function fetchInTurn(paths, after) {
+  let turn = after;
+  return paths.map((path) => {
+    let next;
+    const nextTurn = new Promise((resolve) => {
+      next = resolve;
+    });
+    const bytes = turn.then(() => fetchFile(path, next));
+    bytes.catch(() => next());
+    turn = nextTurn;
+    return bytes;
+  });
+}
+
+async function fetchJson(path) {
+  return JSON.parse(new TextDecoder().decode(await fetchFile(path)));
+}
+
 // --- The model ------------------------------------------------------------------------
 
 class PositionError extends Error {}
 
 let ort = null;
 let model = null; // {settings, provenance, encoder, step}
+const timeline = {}; // ms since navigation at which each part of the load was done
 
-async function fetchBytes(name) {
-  const response = await fetch(new URL(name, MODEL_DIR));
-  if (!response.ok) throw new Error(`${name}: HTTP ${response.status}`);
-  return new Uint8Array(await response.arrayBuffer());
+function mark(name) {
+  timeline[name] = performance.now();
 }
 
-async function loadModel() {
-  ort = await import(new URL('ort.wasm.min.mjs', ORT_DIR).href);
+/** Load everything, one large file at a time: the WebAssembly runtime, then the
+ * decoder step, then the encoder (the smallest, so that little is left to do once it
+ * is in). The runtime starts, with the decoder step's session, while the encoder
+ * downloads. onSettings(settings) runs as soon as the small
+ * settings file is in, onDownloaded() once the last file is. */
+async function loadModel(onSettings, onDownloaded) {
+  noteArrived('translator.js', download?.files['translator.js']?.sent ?? 0);
+  const ortModule = import(new URL(ORT_MODULE, HERE).href).then((module) => {
+    noteArrived(ORT_MODULE, download?.files[ORT_MODULE]?.sent ?? 0);
+    return module;
+  });
+  // onnxruntime imports its glue code when it starts the runtime: ask for it now.
+  import(new URL(ORT_GLUE, HERE).href).then(
+    () => noteArrived(ORT_GLUE, download?.files[ORT_GLUE]?.sent ?? 0), () => {});
+  let wasmNearlyDone;
+  const wasmTurn = new Promise((resolve) => {
+    wasmNearlyDone = resolve;
+  });
+  const wasm = fetchFile(ORT_WASM, wasmNearlyDone);
+  wasm.catch(() => wasmNearlyDone());
+  const settings = await fetchJson('translator/translator.json');
+  mark('settings');
+  onSettings(settings);
+  const [stepBytes, encoderBytes] = fetchInTurn(
+    [`translator/${settings.decoder_step}`, `translator/${settings.encoder}`], wasmTurn);
+  const provenance = fetchJson('translator/provenance.json').catch(() => null);
+  ort = await ortModule;
   ort.env.wasm.wasmPaths = ORT_DIR.href;
   ort.env.wasm.numThreads = 1; // no SharedArrayBuffer without cross-origin isolation
   ort.env.wasm.proxy = false;
   ort.env.logLevel = 'error';
-  const settings = JSON.parse(new TextDecoder().decode(await fetchBytes('translator.json')));
-  const provenance = await fetch(new URL('provenance.json', MODEL_DIR))
-    .then((response) => (response.ok ? response.json() : null))
-    .catch(() => null);
-  const [encoderBytes, stepBytes] = await Promise.all(
-    [settings.encoder, settings.decoder_step].map(fetchBytes));
+  ort.env.wasm.wasmBinary = await wasm;
+  mark('runtime downloaded');
+  const stepProgram = await stepBytes;
+  mark('decoder downloaded');
   const options = {executionProviders: ['wasm'], graphOptimizationLevel: 'all'};
-  const encoder = await ort.InferenceSession.create(encoderBytes, options);
-  const step = await ort.InferenceSession.create(stepBytes, options);
-  model = {settings, provenance, encoder, step};
+  const step = await ort.InferenceSession.create(stepProgram, options);
+  mark('runtime and decoder started');
+  const encoderProgram = await encoderBytes;
+  mark('encoder downloaded');
+  onDownloaded();
+  const encoder = await ort.InferenceSession.create(encoderProgram, options);
+  mark('encoder started');
+  model = {settings, provenance: await provenance, encoder, step};
   return model;
 }
 
@@ -271,35 +440,85 @@ function sourceLabels(result) {
   return labels;
 }
 
-function showSource(encoded) {
+function quote(sentence, size = 60) {
+  return `“${clip(sentence.trim(), size)}”`;
+}
+
+/** The tokens the model reads, one chip each (unknown words marked), and notes on
+ * unknown words, cut sentences and sentences left out. */
+function showSource(encodedList, leftOut) {
   const {settings} = model;
-  const box = byId('translator-source');
-  const chips = encoded.row.slice(0, encoded.validLen).map((id, i) => {
-    const chip = document.createElement('span');
-    chip.className = 'translator-token';
-    chip.textContent = settings.src_vocab[id];
-    if (id === settings.unk && i < encoded.tokens.length) {
-      chip.classList.add('unknown');
-      chip.title = `“${encoded.tokens[i]}” is not in the model's vocabulary`;
-    }
-    return chip;
-  });
-  box.replaceChildren(...chips);
+  const chips = [];
   const notes = [];
-  if (encoded.unknown.length) {
-    notes.push(`Not in the model's English vocabulary (read as <unk>): ${
-      [...new Set(encoded.unknown)].map((t) => clip(t, 30)).join(', ')}.`);
+  const several = encodedList.length > 1;
+  encodedList.forEach((encoded, s) => {
+    encoded.row.slice(0, encoded.validLen).forEach((id, i) => {
+      const chip = document.createElement('span');
+      chip.className = 'translator-token';
+      if (s > 0 && i === 0) chip.classList.add('sentence-start');
+      chip.textContent = settings.src_vocab[id];
+      if (id === settings.unk && i < encoded.tokens.length) {
+        chip.classList.add('unknown');
+        chip.title = `“${encoded.tokens[i]}” is not in the model's vocabulary`;
+      }
+      chips.push(chip);
+    });
+    const which = several ? `Sentence ${s + 1}: ` : '';
+    if (encoded.dropped.length) {
+      const shown = encoded.dropped.slice(0, 12).map((t) => clip(t, 30)).join(' ');
+      const more = encoded.dropped.length > 12 ? ` … (${encoded.dropped.length} in all)` : '';
+      notes.push(`${which}the model reads at most ${settings.num_steps} tokens, <eos>`
+        + ` included; left out: “${shown}”${more} and <eos>.`);
+    } else if (encoded.eosDropped) {
+      notes.push(`${which}the model reads at most ${settings.num_steps} tokens: the`
+        + ' end-of-sentence token <eos> did not fit and was left out.');
+    }
+  });
+  byId('translator-source').replaceChildren(...chips);
+  const unknown = [...new Set(encodedList.flatMap((encoded) => encoded.unknown))];
+  if (unknown.length) {
+    notes.unshift(`Not in the model's English vocabulary (read as <unk>): ${
+      unknown.map((t) => clip(t, 30)).join(', ')}.`);
   }
-  if (encoded.dropped.length) {
-    const shown = encoded.dropped.slice(0, 12).map((t) => clip(t, 30)).join(' ');
-    const more = encoded.dropped.length > 12 ? ` … (${encoded.dropped.length} in all)` : '';
-    notes.push(`The model reads at most ${settings.num_steps} tokens, <eos> included;`
-      + ` left out: “${shown}”${more} and <eos>.`);
-  } else if (encoded.eosDropped) {
-    notes.push(`The model reads at most ${settings.num_steps} tokens: the end-of-sentence`
-      + ' token <eos> did not fit and was left out.');
+  if (several) {
+    notes.unshift(`Read as ${encodedList.length} sentences, each translated on its own.`);
+  }
+  encodedList.forEach((encoded, s) => {
+    if (encoded.translatable || !several) return;
+    const why = encoded.punctuationOnly ? 'it has no word'
+      : 'none of its words is in the vocabulary';
+    notes.push(`Sentence ${s + 1}, ${quote(encoded.sentence)}, is not translated: ${why}.`);
+  });
+  if (leftOut.length) {
+    notes.push(`The page translates at most ${MAX_SENTENCES} sentences at a time; left`
+      + ` out: ${quote(leftOut.join(' '), 80)}.`);
   }
   setText('translator-note', notes.join(' '));
+}
+
+/** The French words, <unk> marked as the unknown English words are, and a note on it. */
+function showOutput(words) {
+  const {settings} = model;
+  const unk = settings.tgt_vocab[settings.unk];
+  const nodes = [];
+  words.forEach((word, i) => {
+    if (i > 0) nodes.push(document.createTextNode(' '));
+    if (word === unk) {
+      const chip = document.createElement('span');
+      chip.className = 'translator-token unknown';
+      chip.textContent = word;
+      chip.title = 'A French word the model cannot spell out (see the note below)';
+      nodes.push(chip);
+    } else {
+      nodes.push(document.createTextNode(word));
+    }
+  });
+  byId('translator-output').replaceChildren(...nodes);
+  setText('translator-output-note', words.includes(unk)
+    ? `${unk} in the French stands for a word the model never learned to write: in its`
+      + ' training data every French word seen fewer than twice was replaced by'
+      + ` ${unk}, so where such a word belongs, the model writes ${unk}.`
+    : '');
 }
 
 function drawCross(result) {
@@ -349,8 +568,23 @@ function drawSelf(result) {
   box.dataset.view = `${layer}:${head}`;
 }
 
-let last = null; // the last translation, redrawn when a selector changes
+let last = null; // the last translation's sentences, redrawn when a selector changes
 let queue = Promise.resolve();
+
+/** The translated sentence whose heat maps are shown. */
+function shown() {
+  if (!last || !last.length) return null;
+  const choice = Number(byId('translator-sentence').value);
+  return last[Number.isInteger(choice) && choice < last.length ? choice : 0];
+}
+
+function showSentenceChoice(results) {
+  const select = byId('translator-sentence');
+  const several = results.length > 1;
+  byId('translator-sentence-choice').hidden = !several;
+  fillSelect(select, results.map((result, s) => [s,
+    `${s + 1}: ${clip(result.encoded.sentence.trim(), 40)}`]), 0);
+}
 
 function nextFrame() {
   // Let the browser paint the new word: a message-channel task yields without the
@@ -362,10 +596,11 @@ function nextFrame() {
   });
 }
 
-/** Translate `sentence` on the page; resolves to what the page shows. Runs one at a
- * time. options.maxLen replaces the model's max_len (to show its check). */
-function translate(sentence, options = {}) {
-  const run = queue.then(() => translateNow(String(sentence ?? ''), options)).then(
+/** Translate `text` on the page, sentence by sentence; resolves to what the page shows.
+ * Runs one at a time, and only once the model is loaded. options.maxLen replaces the
+ * model's max_len (to show its check). */
+function translate(text, options = {}) {
+  const run = queue.then(() => translateNow(String(text ?? ''), options)).then(
     (result) => {
       page.count += 1; // finished translations, for whoever waits for the next one
       page.last = result;
@@ -375,65 +610,81 @@ function translate(sentence, options = {}) {
   return run;
 }
 
-async function translateNow(sentence, options) {
+async function translateNow(text, options) {
   const root = byId('translator');
   const {settings} = model;
-  const encoded = encode(settings, sentence);
+  const pieces = splitSentences(text).map((sentence) => encode(settings, sentence));
+  const encodedList = pieces.slice(0, MAX_SENTENCES);
+  const leftOut = pieces.slice(MAX_SENTENCES).map((encoded) => encoded.sentence.trim());
   root.dataset.state = 'busy';
-  setText('translator-output', '');
+  showOutput([]);
   setText('translator-time', '');
   setText('translator-note', '');
   byId('translator-source').replaceChildren();
+  byId('translator-sentence-choice').hidden = true;
   const done = (state, message) => {
     setText('translator-status', message);
     root.dataset.state = state;
     byId('translator-go').disabled = false;
-    return {state, message, output: last ? last.output.join(' ') : ''};
+    const output = last ? last.flatMap((result) => result.output).join(' ') : '';
+    return {state, message, output};
+  };
+  const refuse = (state, message) => {
+    last = null;
+    clearMaps();
+    return done(state, message);
   };
   byId('translator-go').disabled = true;
-  if (encoded.tokens.length === 0) {
-    last = null;
-    clearMaps();
-    return done('empty', 'Type an English sentence first.');
-  }
-  showSource(encoded);
-  if (encoded.unknown.length === encoded.tokens.length) {
-    last = null;
-    clearMaps();
-    return done('unknown', 'None of these words is in the model\'s English vocabulary,'
+  if (encodedList.length === 0) return refuse('empty', 'Type an English sentence first.');
+  showSource(encodedList, leftOut);
+  const runnable = encodedList.filter((encoded) => encoded.translatable);
+  if (runnable.length === 0) {
+    if (encodedList.every((encoded) => encoded.punctuationOnly)) {
+      return refuse('empty', 'Type an English sentence first: punctuation alone has'
+        + ' nothing to translate.');
+    }
+    return refuse('unknown', 'None of these words is in the model\'s English vocabulary,'
       + ' so there is nothing to translate; try a short everyday sentence.');
   }
   setText('translator-status', 'Translating…');
   const started = performance.now();
+  const results = [];
   try {
-    last = await decode(encoded, {
-      maxLen: options.maxLen,
-      onStep: async (partial) => {
-        last = partial;
-        setText('translator-output', partial.output.join(' '));
-        drawCross(partial);
-        await nextFrame();
-      },
-    });
+    for (const encoded of runnable) {
+      const before = results.flatMap((result) => result.output);
+      results.push(await decode(encoded, {
+        maxLen: options.maxLen,
+        onStep: async (partial) => {
+          last = [...results, partial];
+          showOutput([...before, ...partial.output]);
+          if (results.length === 0) drawCross(partial);
+          await nextFrame();
+        },
+      }));
+    }
   } catch (error) {
-    last = null;
-    clearMaps();
-    if (error instanceof PositionError) return done('error', error.message);
+    if (error instanceof PositionError) return refuse('error', error.message);
     console.warn(error);
-    return done('error', `The model could not run: ${error.message ?? error}`);
+    return refuse('error', `The model could not run: ${error.message ?? error}`);
   }
+  last = results;
   const seconds = (performance.now() - started) / 1000;
-  setText('translator-output', last.output.join(' '));
-  drawCross(last);
-  drawSelf(last);
-  const steps = last.steps === 1 ? '1 decoder step' : `${last.steps} decoder steps`;
+  showOutput(results.flatMap((result) => result.output));
+  showSentenceChoice(results);
+  drawCross(shown());
+  drawSelf(shown());
+  const steps = results.reduce((sum, result) => sum + result.steps, 0);
+  const stepText = steps === 1 ? '1 decoder step' : `${steps} decoder steps`;
+  const work = results.length === 1 ? `the encoder once, then ${stepText}`
+    : `${results.length} sentences, the encoder once for each, then ${stepText} in all`;
   setText('translator-time', `Translated in ${Math.round(seconds * 1000)} ms on this`
-    + ` device's CPU: the encoder once, then ${steps}.`);
-  const empty = last.output.length === 0;
+    + ` device's CPU: ${work}.`);
+  const empty = results.every((result) => result.output.length === 0);
   const loaded = `Ready (the model loaded in ${(page.loadMs / 1000).toFixed(1)} s).`;
   const result = done('done', empty ? 'The model answered <eos> at once: an empty'
     + ' translation.' : loaded);
   result.ms = seconds * 1000;
+  result.sentences = results.length;
   return result;
 }
 
@@ -445,7 +696,42 @@ function clearMaps() {
   }
 }
 
-function setUpControls(settings) {
+/** The controls work from the start: a sentence asked for before the model is ready
+ * is translated as soon as it is (the last one asked for, in place of the page's). */
+let pending = null;
+
+function request(sentence) {
+  byId('translator-input').value = sentence;
+  if (model) return translate(sentence);
+  pending = sentence;
+  showLoading();
+  return page.ready;
+}
+
+function setUpControls() {
+  for (const id of ['translator-cross-layer', 'translator-cross-head']) {
+    byId(id).addEventListener('change', () => shown() && drawCross(shown()));
+  }
+  for (const id of ['translator-self-layer', 'translator-self-head']) {
+    byId(id).addEventListener('change', () => shown() && drawSelf(shown()));
+  }
+  byId('translator-sentence').addEventListener('change', () => {
+    if (!shown()) return;
+    drawCross(shown());
+    drawSelf(shown());
+  });
+  byId('translator-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    request(byId('translator-input').value).catch(() => {});
+  });
+  for (const button of document.querySelectorAll('#translator [data-example]')) {
+    button.addEventListener('click', () => request(button.dataset.example).catch(() => {}));
+  }
+  byId('translator-go').disabled = false;
+}
+
+/** The selectors, filled as soon as the model's settings are in (before its weights). */
+function fillSelectors(settings) {
   const layers = Array.from({length: settings.num_layers}, (_, l) => [l, `Layer ${l + 1}`]);
   const heads = Array.from({length: settings.num_heads}, (_, h) => [h, `Head ${h + 1}`]);
   fillSelect(byId('translator-cross-layer'), layers, settings.num_layers - 1);
@@ -453,22 +739,40 @@ function setUpControls(settings) {
     'mean');
   fillSelect(byId('translator-self-layer'), layers, 0);
   fillSelect(byId('translator-self-head'), heads, 0);
-  for (const id of ['translator-cross-layer', 'translator-cross-head']) {
-    byId(id).addEventListener('change', () => last && drawCross(last));
+  for (const id of ['translator-cross-layer', 'translator-cross-head',
+    'translator-self-layer', 'translator-self-head']) {
+    byId(id).disabled = false;
   }
-  for (const id of ['translator-self-layer', 'translator-self-head']) {
-    byId(id).addEventListener('change', () => last && drawSelf(last));
+}
+
+function megabytes(bytes) {
+  return `${(bytes / 1e6).toFixed(1)}\u00a0MB`; // kept on one line
+}
+
+let loadingPhase = 'download';
+
+function showLoading() {
+  if (model) return;
+  const bar = byId('translator-progress');
+  const {sent, total} = downloaded();
+  let text;
+  if (loadingPhase === 'download' && total > 0) {
+    if (bar) {
+      bar.max = total;
+      bar.value = sent;
+    }
+    text = `Downloading the model and its runtime: ${megabytes(sent)} of`
+      + ` ${megabytes(total)}.`;
+  } else if (loadingPhase === 'download') {
+    text = 'Downloading the model and its runtime…';
+  } else {
+    if (bar) bar.value = bar.max;
+    text = 'Starting the model…';
   }
-  byId('translator-form').addEventListener('submit', (event) => {
-    event.preventDefault();
-    translate(byId('translator-input').value).catch(() => {});
-  });
-  for (const button of document.querySelectorAll('#translator [data-example]')) {
-    button.addEventListener('click', () => {
-      byId('translator-input').value = button.dataset.example;
-      translate(button.dataset.example).catch(() => {});
-    });
+  if (pending !== null) {
+    text += ` Your sentence will be translated as soon as the model is ready.`;
   }
+  setText('translator-status', text);
 }
 
 function showProvenance(provenance) {
@@ -483,10 +787,21 @@ async function start() {
   const root = byId('translator');
   if (!root) throw new Error('no #translator element on this page');
   root.dataset.state = 'loading';
-  setText('translator-status', 'Loading the model…');
+  setUpControls();
+  let lastShown = 0;
+  onProgress = () => {
+    const now = performance.now();
+    if (now - lastShown < 50) return; // at most 20 updates a second
+    lastShown = now;
+    showLoading();
+  };
+  showLoading();
   const started = performance.now();
   try {
-    await loadModel();
+    await loadModel(fillSelectors, () => {
+      loadingPhase = 'start';
+      showLoading();
+    });
   } catch (error) {
     root.dataset.state = 'failed';
     setText('translator-status', `The model could not be loaded: ${error.message ?? error}`);
@@ -494,20 +809,25 @@ async function start() {
   }
   page.loadedAt = performance.now(); // ms since navigation started
   page.loadMs = page.loadedAt - started;
-  setUpControls(model.settings);
+  const bar = byId('translator-progress');
+  if (bar) bar.hidden = true;
   showProvenance(model.provenance);
   setText('translator-status', `Model loaded in ${(page.loadMs / 1000).toFixed(1)} s.`);
 }
 
-const page = {preprocess, tokenize, checkPositions, translate, count: 0, last: null};
+const page = {
+  preprocess, tokenize, splitSentences, checkPositions, translate, count: 0, last: null,
+  download, downloaded, timeline,
+};
 page.encode = (sentence) => encode(model.settings, sentence);
 page.settings = () => model && model.settings;
 window.translatorPage = page;
-// loaded: the model is ready; ready: the first sentence (the input's) is translated too.
+// loaded: the model is ready; ready: the first text is translated too (the input's, or
+// the last one the reader asked for while the model loaded).
 page.loaded = start();
 queue = page.loaded;
-page.ready = page.loaded.then(() => translate(byId('translator-input').value)).then(
-  (first) => {
+page.ready = page.loaded.then(() => translate(pending ?? byId('translator-input').value))
+  .then((first) => {
     page.firstTranslationAt = performance.now();
     return first;
   });

@@ -7,11 +7,15 @@ onnxruntime-web. These tests check that it tokenises, encodes and translates exa
 attention_lib does (``preprocess``, ``tokenize``, ``TranslationData.encode``, greedy
 ``translate`` with the weights read back from the same files), that its heat-map
 controls change the heat maps, that bad input gets a message and never an error, and
-that it works 400 px wide. Run after `make book`:
+that it works 400 px wide. And the reader's first minute: the page's own sentences come
+out right, several sentences are each translated, ``<unk>`` in the French is marked and
+explained, the download's size is stated (as the built files weigh) and its bytes shown
+as they arrive, and the controls work while the model loads. Run after `make book`:
 `.venv/bin/python -m pytest tests/site/test_translator_page.py -q`.
 """
 from __future__ import annotations
 
+import re
 from urllib.parse import urljoin
 
 import numpy as np
@@ -358,3 +362,217 @@ def test_works_400px_wide(browser, base_url):
         assert not errors, errors
     finally:
         browser.set_window_size(1280, 900)
+
+
+# --- The first minute: the page's own sentences, several sentences, <unk>, the
+# download, and controls that work while the model loads. Correct means what a French
+# speaker accepts (checked by hand); the library gives the same translations.
+KNOWN_GOOD = {
+    "Where is the train station?": "où se trouve la gare ?",
+    "I lost my keys.": "j'ai perdu mes clés .",
+    "She is wearing a red dress.": "elle porte une robe rouge .",
+    "I am very tired. We have to go now.":
+        "je suis très fatigué . nous devons partir maintenant .",
+}
+
+FIRST = """
+const done = arguments[arguments.length - 1];
+translatorPage.ready.then((first) => done(first.output), (e) => done(String(e)));
+"""
+
+EXTRA_STATE = """
+const text = (id) => document.getElementById(id).textContent;
+const choice = document.getElementById('translator-sentence');
+const all = (selector) => Array.from(document.querySelectorAll(selector));
+return {outputUnknown: all('#translator-output .unknown').map((s) => s.textContent),
+        outputNote: text('translator-output-note'),
+        sentences: document.getElementById('translator-sentence-choice').hidden
+            ? 0 : choice.options.length,
+        crossLabels: all('#translator-cross svg > text').map((t) => t.textContent)};
+"""
+
+
+def test_the_page_sentence_and_the_examples_translate_correctly(page, model_dir):
+    from selenium.webdriver.common.by import By
+
+    from attention_lib.export import python_translations
+
+    preset = page.find_element(By.ID, "translator-input").get_attribute("value")
+    buttons = page.find_elements(By.CSS_SELECTOR, "#translator [data-example]")
+    examples = [b.get_attribute("data-example") for b in buttons]
+    # The page offers only sentences known to come out right.
+    assert [preset, *examples] == list(KNOWN_GOOD), [preset, *examples]
+    assert page.execute_async_script(FIRST) == KNOWN_GOOD[preset]
+    for button, example in zip(buttons, examples):
+        before = state(page)["count"]
+        page.execute_script("arguments[0].scrollIntoView({block: 'center'})", button)
+        button.click()
+        _wait(page, lambda: state(page)["count"] > before, 20)
+        shown = state(page)
+        assert shown["state"] == "done" and shown["output"] == KNOWN_GOOD[example]
+    # ...and the library in PyTorch agrees, sentence by sentence.
+    for sentence, french in KNOWN_GOOD.items():
+        pieces = re.split(r"(?<=[.!?])\s+", sentence)
+        assert " ".join(python_translations(model_dir, pieces)) == french
+
+
+def test_several_sentences_are_each_translated(page, library, model_dir):
+    from attention_lib.export import python_translations
+
+    model, data = library
+    sentences = ["I lost my keys.", "She is wearing a red dress!",
+                 "Where is the train station?"]
+    result = translate(page, "  ".join(sentences))
+    expected = python_translations(model_dir, sentences)
+    assert result["state"] == "done", result
+    assert result["output"] == " ".join(expected)
+    assert "3 sentences" in result["note"]
+    extra = page.execute_script(EXTRA_STATE)
+    assert extra["sentences"] == 3
+    # The heat maps follow the chosen sentence: the second one's, from the library.
+    _select(page, "translator-sentence", "1")
+    _select(page, "translator-cross-layer", "0")
+    _select(page, "translator-cross-head", "mean")
+    translation, _, cross_maps = library_maps(model, data, sentences[1])
+    drawn = np.array(state(page)["cross"], float)
+    np.testing.assert_allclose(drawn, cross_maps[0].mean(0).flatten().numpy(),
+                               atol=1e-4)
+    _select(page, "translator-sentence", "0")
+    # A sentence with nothing the model knows is named, not dropped without a word.
+    mixed = translate(page, "I lost my keys. Xyzzy plugh.")
+    assert mixed["state"] == "done" and mixed["output"] == expected[0]
+    assert "“Xyzzy plugh.”, is not translated" in mixed["note"], mixed["note"]
+    # More sentences than the page translates at once: it says which it left out.
+    many = translate(page, "Go. Run. Stop. Wait. Sit. Look here. Come back.")
+    assert many["state"] == "done" and "5 sentences" in many["time"], many
+    assert "at most 5 sentences" in many["note"]
+    assert "Look here. Come back." in many["note"]
+    # One sentence stays one sentence: no break inside "3.14" or at the end.
+    assert page.execute_script(
+        "return translatorPage.splitSentences(arguments[0])",
+        "3.14 is pi. Wait... what?! ") == ["3.14 is pi.", "Wait...", "what?!"]
+
+
+def test_unknown_french_is_marked_and_unknown_input_refused(page):
+    french = translate(page, "How old are you?")
+    assert french["state"] == "done" and "<unk>" in french["output"].split()
+    extra = page.execute_script(EXTRA_STATE)
+    assert extra["outputUnknown"] == ["<unk>"] * french["output"].split().count("<unk>")
+    assert "<unk> in the French" in extra["outputNote"]
+    assert "fewer than twice" in extra["outputNote"]
+    clean = translate(page, "I lost my keys.")
+    assert not page.execute_script(EXTRA_STATE)["outputNote"], clean
+    # Unknown words with a full stop are refused like unknown words alone.
+    for text in ["Xyzzy plugh frobnicate.", "Xyzzy, plugh!", "Xyzzy plugh"]:
+        refused = translate(page, text)
+        assert refused["state"] == "unknown", (text, refused)
+        assert not refused["output"] and not refused["cross"], (text, refused)
+    punctuation = translate(page, "?!.,")
+    assert punctuation["state"] == "empty" and not punctuation["output"], punctuation
+
+
+def _download_sizes(site) -> tuple[int, dict]:
+    """What the translator's files weigh, from the built site: the .gz copies the page
+    fetches, gzip for what GitHub Pages compresses, the rest as it is."""
+    import gzip
+    import json
+
+    static = site / "_static"
+    settings = json.loads((static / "translator" / "translator.json").read_text())
+    heavy = ["vendor/onnxruntime-web/ort-wasm-simd-threaded.wasm",
+             f"translator/{settings['encoder']}",
+             f"translator/{settings['decoder_step']}"]
+    light = ["translator.js", "translator/translator.json",
+             "translator/provenance.json", "vendor/onnxruntime-web/ort.wasm.min.mjs",
+             "vendor/onnxruntime-web/ort-wasm-simd-threaded.mjs"]
+    sizes = {}
+    for path in heavy:
+        packed = (static / f"{path}.gz").read_bytes()
+        assert gzip.decompress(packed) == (static / path).read_bytes(), path
+        sizes[path] = len(packed)
+    for path in light:
+        raw = (static / path).read_bytes()
+        sizes[path] = len(gzip.compress(raw, 9, mtime=0)) if path.endswith(
+            (".js", ".mjs", ".json")) else len(raw)
+    return sum(sizes.values()), sizes
+
+
+def test_the_download_size_is_stated_from_the_built_files(site):
+    import html
+    import json
+
+    total, sizes = _download_sizes(site)
+    text = (site / PAGE).read_text(encoding="utf-8")
+    found = re.search(r'<span class="translator-download-size" data-download="([^"]*)">'
+                      r"([^<]*)</span>", text)
+    assert found, "the page does not state the size of its download"
+    stated = json.loads(html.unescape(found.group(1)))
+    assert found.group(2) == f"{total / 1e6:.1f} MB"
+    assert stated["sent"] == total
+    assert {path: f["sent"] for path, f in stated["files"].items()} == sizes
+    assert total < 8e6  # what the first translation at 10 Mbit/s can afford
+
+
+SLOW_LINK = {"offline": False, "latency": 20, "downloadThroughput": 30e6 / 8,
+             "uploadThroughput": 30e6 / 8}
+LOADING = """
+const bar = document.getElementById('translator-progress');
+const selects = Array.from(document.querySelectorAll('#translator select'))
+    .filter((s) => s.id !== 'translator-sentence');
+return {state: document.getElementById('translator').dataset.state,
+        status: document.getElementById('translator-status').textContent,
+        value: bar.value, max: bar.max, barHidden: bar.hidden,
+        selects: selects.map((s) => [s.options.length, s.disabled]),
+        count: window.translatorPage ? translatorPage.count : -1};
+"""
+
+
+def test_controls_work_while_the_model_loads(browser, base_url, site):
+    """On a slow link: the page states the size, shows the bytes arriving, fills its
+    selectors early, and runs an example clicked before the model is ready."""
+    from selenium.webdriver.common.by import By
+
+    total, _ = _download_sizes(site)
+    browser.set_window_size(1280, 900)
+    browser.execute_cdp_cmd("Network.enable", {})
+    browser.execute_cdp_cmd("Network.setCacheDisabled", {"cacheDisabled": True})
+    browser.execute_cdp_cmd("Network.emulateNetworkConditions", SLOW_LINK)
+    try:
+        browser.get(urljoin(base_url, PAGE))
+        example = "She is wearing a red dress."
+        button = browser.find_element(By.CSS_SELECTOR, f'[data-example="{example}"]')
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", button)
+        first = browser.execute_script(LOADING)
+        assert first["state"] == "loading", "the model loaded too fast to test this"
+        button.click()
+        samples = []
+        while True:
+            sample = browser.execute_script(LOADING)
+            samples.append(sample)
+            if sample["count"] > 0 or len(samples) > 2000:
+                break
+        loading = [s for s in samples if s["state"] == "loading"]
+        assert loading, samples[:3]
+        # The size, then the bytes as they arrive.
+        stated = f"of {total / 1e6:.1f} MB"
+        assert any(stated in s["status"].replace("\u00a0", " ") for s in loading), (
+            loading[-1])
+        arriving = [s for s in loading if 0 < s["value"] < s["max"]]
+        assert arriving and arriving[0]["max"] == total, loading[:3]
+        assert len({s["value"] for s in arriving}) > 2  # it moves
+        # The click waits for the model, and says so.
+        assert any("as soon as the model is ready" in s["status"] for s in loading)
+        # The selectors are filled and usable before the model is ready.
+        assert any(all(n > 0 and not off for n, off in s["selects"]) for s in loading)
+        result = browser.execute_async_script(FIRST)
+        assert result == KNOWN_GOOD[example]
+        # the example only, not the page's own sentence first
+        assert state(browser)["count"] == 1
+        done = browser.execute_script(LOADING)
+        assert done["barHidden"] and state(browser)["output"] == KNOWN_GOOD[example]
+        errors = severe(browser)
+        assert not errors, errors
+    finally:
+        browser.execute_cdp_cmd("Network.emulateNetworkConditions", {
+            "offline": False, "latency": 0, "downloadThroughput": -1,
+            "uploadThroughput": -1})
