@@ -41,6 +41,9 @@ MASKED = "#E6E6E6"  # light grey: masked cells
 
 FONT = 18  # symbols in boxes
 SMALL = 16  # the few words around them
+# 8 inches at 80 dpi is 640 px: the website shows a diagram at its own size in the text
+# column (about 672 px), so its text keeps its size.
+DPI = 80
 
 
 def _tint(colour: str, amount: float = 0.28) -> tuple[float, float, float]:
@@ -50,7 +53,7 @@ def _tint(colour: str, amount: float = 0.28) -> tuple[float, float, float]:
 
 def _canvas(width: float, height: float, units_per_inch: float = 1.5):
     """A figure with one axis-free axes, ``units_per_inch`` data units to the inch."""
-    fig = plt.figure(figsize=(width, height))
+    fig = plt.figure(figsize=(width, height), dpi=DPI)
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, width * units_per_inch)
     ax.set_ylim(0, height * units_per_inch)
@@ -162,7 +165,7 @@ def draw_seq2seq_contexts() -> Figure:
 
     Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
     """
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4), dpi=DPI)
     fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.88, wspace=0.08)
     xs = [1.0, 2.2, 3.4]
     encoder_y, context_y, decoder_y = 0.55, 1.95, 3.35
@@ -346,7 +349,8 @@ def draw_mask_grid(valid_lens: Tensor, num_kv: int, num_queries: int | None = No
         causal_mask = torch.ones(num_queries, num_kv, dtype=torch.bool).tril()
         panels.append(("causal", causal_mask))
 
-    fig, axes = plt.subplots(1, len(panels), figsize=(8, 3.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(8, 3.2), squeeze=False,
+                             dpi=DPI)
     fig.subplots_adjust(left=0.07, right=0.99, bottom=0.27, top=0.9, wspace=0.08)
     cmap = colors.ListedColormap([MASKED, KEY])
     for index, (ax, (title, grid)) in enumerate(zip(axes[0], panels)):

@@ -5,11 +5,18 @@ Chinese, Japanese and Korean labels need a font with their glyphs. :func:`use_cj
 puts the first Noto/Source Han CJK font found behind matplotlib's default font
 (matplotlib falls back glyph by glyph), so Latin text keeps its usual look.
 
+The book's text column is about 672 px wide on a laptop: a figure ``COLUMN_WIDTH``
+inches wide at ``FIGURE_DPI`` is shown at its own size; a wider one is shrunk, and its
+text with it. In a notebook, importing this module makes every PNG of a figure carry
+the size of its smallest text, in pixels of that PNG (the text chunk ``TEXT_SIZE_KEY``),
+so that a test can tell whether a figure is legible as the website shows it.
+
 Taught in ``chapters/01_seq2seq/02_encoder_decoder.ipynb``.
 """
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import html
 import io
@@ -19,14 +26,20 @@ import math
 import numbers
 from typing import Callable, Mapping, Sequence
 
+import matplotlib
 import matplotlib.pyplot as plt
 import torch
 from IPython.display import HTML
 from matplotlib import font_manager
+from matplotlib.backends.backend_agg import RendererAgg
 from matplotlib.figure import Figure
 from PIL import Image, ImageChops
+from PIL.PngImagePlugin import PngInfo
 
 __all__ = [
+    "COLUMN_WIDTH",
+    "FIGURE_DPI",
+    "TEXT_SIZE_KEY",
     "use_cjk_font",
     "show_heatmaps",
     "show_image_attention",
@@ -35,6 +48,83 @@ __all__ = [
     "static_explorer",
     "StaticExplorerHTML",
 ]
+
+# The text column is about 672 px wide at 1280 px: at 100 dpi a figure up to 6.7 inches
+# wide is shown at its own size. Its smallest text should be at least 9 px: 6.5 points.
+FIGURE_DPI = 100
+COLUMN_WIDTH = 6.7
+TEXT_SIZE_KEY = "Smallest text px"
+
+
+class _TextSizes(RendererAgg):
+    """An Agg renderer that notes the size, in points, of every text drawn with it."""
+
+    def __init__(self, fig: Figure):
+        super().__init__(int(fig.bbox.width), int(fig.bbox.height), fig.dpi)
+        self.points: list[float] = []
+
+    def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        if s.strip():
+            self.points.append(prop.get_size_in_points())
+
+    def draw_tex(self, gc, x, y, s, prop, angle, *, mtext=None):
+        self.draw_text(gc, x, y, s, prop, angle)
+
+
+def smallest_text_px(fig: Figure, dpi: float | None = None) -> float | None:
+    """The size of the smallest text the figure draws, in pixels of an image saved at
+    ``dpi`` (default: the figure's); None if it draws no text.
+
+    Only text that is drawn counts: visible, not empty, and for tick labels only the
+    ticks inside the axes' limits. The book's tests use it; a reader never needs it.
+    """
+    renderer = _TextSizes(fig)
+    fig.draw(renderer)
+    if not renderer.points:
+        return None
+    return min(renderer.points) * (dpi or fig.dpi) / 72
+
+
+def _text_size_note(size: float | None) -> str:
+    return "none" if size is None else f"{size:.2f}"
+
+
+def _notebook_png(fig: Figure, **kwargs):
+    """The inline backend's PNG of a figure (base64), with its smallest text size."""
+    from IPython.core.pylabtools import print_figure
+
+    if not fig.axes and not fig.lines:
+        return None  # as the inline backend: an empty figure shows nothing
+    size = smallest_text_px(fig, kwargs.get("dpi"))
+    metadata = {**kwargs.pop("metadata", {}), TEXT_SIZE_KEY: _text_size_note(size)}
+    return print_figure(fig, "png", base64=True, metadata=metadata, **kwargs)
+
+
+def _record_text_sizes_in_notebooks() -> None:
+    """In a Jupyter kernel that draws figures inline, put :func:`_notebook_png` in
+    place of the inline backend's PNG printer, at the book's dpi."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None or "inline" not in matplotlib.get_backend():
+        return
+    # The inline backend installs its own printer when it is loaded, at the first
+    # figure; loading it now puts ours after it.
+    try:
+        from matplotlib_inline.backend_inline import InlineBackend
+    except ImportError:  # an old kernel's own inline backend: leave it as it is
+        return
+
+    config = InlineBackend.instance()
+    if "png" in config.figure_formats:
+        matplotlib.rcParams["figure.dpi"] = FIGURE_DPI
+        shell.display_formatter.formatters["image/png"].for_type(
+            Figure, functools.partial(_notebook_png, **config.print_figure_kwargs)
+        )
+
+
+_record_text_sizes_in_notebooks()
+
 
 CJK_FONT_FAMILIES = (
     "Noto Sans CJK SC",
@@ -144,7 +234,7 @@ def show_heatmaps(
                             f"{value:.2f}",
                             ha="center",
                             va="center",
-                            fontsize=8,
+                            fontsize=9,  # 10 px at an explorer's 80 dpi
                             color="white" if value > 0.6 else "black",
                         )
             if i == num_rows - 1:
@@ -314,10 +404,13 @@ _EXPLORER_JS = """(function () {
 })();"""
 
 
-def _crop_png(png: bytes, colors: int | None, pad: int = 4) -> bytes:
+def _crop_png(
+    png: bytes, colors: int | None, pad: int = 4, text_px: float | None = None
+) -> bytes:
     """Crop the figure's empty margins (as ``bbox_inches="tight"`` does, without drawing
     it twice); with ``colors``, a palette PNG: flat areas and anti-aliased text survive,
-    the bytes shrink threefold."""
+    the bytes shrink threefold. The smallest text size goes in the ``TEXT_SIZE_KEY``
+    chunk."""
     image = Image.open(io.BytesIO(png)).convert("RGB")
     box = ImageChops.difference(
         image, Image.new("RGB", image.size, image.getpixel((0, 0)))
@@ -333,8 +426,10 @@ def _crop_png(png: bytes, colors: int | None, pad: int = 4) -> bytes:
         )
     if colors:
         image = image.quantize(colors=colors)
+    info = PngInfo()
+    info.add_text(TEXT_SIZE_KEY, _text_size_note(text_px))
     buffer = io.BytesIO()
-    image.save(buffer, format="PNG", optimize=True)
+    image.save(buffer, format="PNG", optimize=True, pnginfo=info)
     return buffer.getvalue()
 
 
@@ -467,8 +562,9 @@ def static_explorer(
             )
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=dpi)
+        text_px = smallest_text_px(fig, dpi)
         plt.close(fig)
-        png = _crop_png(buffer.getvalue(), colors)
+        png = _crop_png(buffer.getvalue(), colors, text_px=text_px)
         setting = ", ".join(
             f"{labels[name]} {_value_text(value)}" for name, value in values.items()
         )

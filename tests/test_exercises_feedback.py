@@ -208,6 +208,14 @@ def test_the_placeholder_is_a_neutral_note_not_an_error():
     assert Feedback.wrong("x").state == "wrong" and Feedback.ok().state == "passed"
 
 
+def test_code_in_a_message_shows_as_code_not_as_backticks():
+    shown = Feedback.wrong("Use `x <= 1` in `f`.")._repr_html_()
+    assert "`" not in shown
+    assert "<code>x &lt;= 1</code> in <code>f</code>." in shown
+    # an unpaired backtick is left as it is, escaped text and all
+    assert "a ` b &amp; c" in Feedback.wrong("a ` b & c")._repr_html_()
+
+
 def test_pytorchs_own_not_implemented_error_is_an_error_not_the_placeholder():
     """`-mask` on a bool tensor raises NotImplementedError with a message: the reader
     has written code, so they must see the error, not "Your turn"."""

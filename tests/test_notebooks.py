@@ -1,6 +1,7 @@
 """Structure of the committed notebooks (nbval re-runs their code; these check the
 rest)."""
 import ast
+import inspect
 import re
 import subprocess
 import sys
@@ -192,10 +193,31 @@ def _imported(source):
             for alias in node.names}
 
 
+# What printed library code or a checker's box must not show: the library's argument
+# checks, reST markup from docstrings, Markdown backticks in HTML.
+PLUMBING_OUTPUT = [
+    re.compile(r"^\s*@checked_by", re.M), re.compile(r"``"), re.compile(r"Taught in "),
+    re.compile(r'class="feedback[^"]*"[^>]*>[^<]*(<(?!/div)[^>]*>[^<]*)*`'),
+]
+
+
+def _shown_text(output):
+    if output.get("output_type") == "stream":
+        return output.get("text", "")
+    data = output.get("data", {})
+    return data.get("text/html", "") or data.get("text/plain", "")
+
+
 def plumbing_in(nb):
     visible = [(i, cell) for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
                if "remove-cell" not in cell.metadata.get("tags", [])]
+    shown = [(i, _shown_text(output)) for i, cell in visible
+             if not {"remove-output"} & set(cell.metadata.get("tags", []))
+             for output in cell.get("outputs", [])]
     return [
+        f"cell {i}: output shows {pattern.pattern!r}"
+        for i, text in shown for pattern in PLUMBING_OUTPUT if pattern.search(text)
+    ] + [
         f"cell {i}: {pattern.pattern} in {cell.source[:60]!r}"
         for i, cell in visible
         for pattern in PLUMBING if pattern.search(cell.source)
@@ -219,6 +241,27 @@ def test_the_plumbing_rule_catches_a_visible_glue():
         "from attention_lib import (\n    claim,\n    tokenize,\n)")
     assert len(plumbing_in(nbformat.v4.new_notebook(cells=[imports]))) == 1
     cell.metadata["tags"] = ["remove-cell"]
+    assert not plumbing_in(nbformat.v4.new_notebook(cells=[cell]))
+
+
+def test_the_plumbing_rule_catches_printed_checks_docstrings_and_backticks():
+    from attention_lib import masked_softmax
+    from attention_lib.exercises._feedback import Feedback
+    from attention_lib.source import source_of
+
+    printed = nbformat.v4.new_output(
+        "stream", name="stdout", text=inspect.getsource(masked_softmax))
+    todo = Feedback(False, "Your turn: replace the `raise NotImplementedError`.", True)
+    boxed = nbformat.v4.new_output("display_data", data={
+        "text/html": todo._repr_html_().replace("<code>", "`").replace("</code>", "`")})
+    for output, found in ((printed, 3), (boxed, 1)):
+        cell = nbformat.v4.new_code_cell("x", outputs=[output])
+        assert len(plumbing_in(nbformat.v4.new_notebook(cells=[cell]))) == found
+    clean = [nbformat.v4.new_output("stream", name="stdout",
+                                    text=source_of(masked_softmax)),
+             nbformat.v4.new_output("display_data",
+                                    data={"text/html": todo._repr_html_()})]
+    cell = nbformat.v4.new_code_cell("x", outputs=clean)
     assert not plumbing_in(nbformat.v4.new_notebook(cells=[cell]))
 
 

@@ -34,6 +34,16 @@ _STYLES = {
 }
 
 
+def _inline_code(message: str) -> str:
+    """The message as HTML, its `code` spans (Markdown's backticks) set as code."""
+    parts = html.escape(message).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: leave the text as it is
+        return "`".join(parts)
+    return "".join(
+        f"<code>{part}</code>" if i % 2 else part for i, part in enumerate(parts)
+    )
+
+
 @dataclass(frozen=True)
 class Feedback:
     """A checker's verdict: ``passed`` plus a message saying what is right or what is
@@ -76,8 +86,9 @@ class Feedback:
         return (
             f'<div class="feedback feedback-{self.state}" style="border-left:4px solid'
             f' {border};background:{background};padding:4px 10px">'
-            f"{shown}{html.escape(self.message)}</div>"
+            f"{shown}{_inline_code(self.message)}</div>"
         )
+
 
     @classmethod
     def ok(cls, message: str = "Correct!") -> "Feedback":

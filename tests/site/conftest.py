@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-SITE = ROOT / "_build" / "html"
+# Another build can be tested by naming its html folder (SITE_TEST_HTML).
+SITE = Path(os.environ.get("SITE_TEST_HTML", ROOT / "_build" / "html"))
 CHROMIUM = Path(os.environ.get("SITE_TEST_CHROMIUM", "/usr/bin/chromium"))
 CHROMEDRIVER = Path(os.environ.get("SITE_TEST_CHROMEDRIVER", "/usr/bin/chromedriver"))
 

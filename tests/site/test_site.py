@@ -118,7 +118,8 @@ const figures = Array.from(article.querySelectorAll('.cell_output img'))
         return {src: (img.getAttribute('src') || '').slice(0, 60), alt: img.alt,
                 caption: caption ? caption.textContent.trim() : ''};
     });
-const icons = Array.from(article.querySelectorAll('svg:not(mjx-container svg), img'))
+const icons = Array.from(article.querySelectorAll(
+    'svg:not(mjx-container svg, figure svg), img:not(figure img)'))
     .map(el => Math.round(el.getBoundingClientRect().height));
 const notesLinks = Array.from(article.querySelectorAll('a[href]'))
     .filter(a => new URL(a.href).pathname.endsWith('/book/notes.html')).length;
