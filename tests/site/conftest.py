@@ -102,3 +102,12 @@ def browser(tmp_path_factory):
 @pytest.fixture(scope="session")
 def book_config() -> dict:
     return yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def narrow_window(browser):
+    """The browser 400 px wide (a phone) for one test, then back to its usual size."""
+    size = browser.get_window_size()
+    browser.set_window_size(400, 900)
+    yield browser
+    browser.set_window_size(size["width"], size["height"])

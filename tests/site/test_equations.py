@@ -16,7 +16,7 @@ from __future__ import annotations
 from urllib.parse import quote, urljoin
 
 import pytest
-from test_site import PAGES, load
+from test_site import OPEN_FOLDED, PAGES, load
 
 pytestmark = pytest.mark.site
 
@@ -26,11 +26,7 @@ WIDTH, HEIGHT = 1280, 900
 # display equation. Returns one entry per equation, in page order.
 _MEASURE = """
 const done = arguments[arguments.length - 1];
-document.querySelectorAll('details').forEach(d => { d.open = true; });
-document.querySelectorAll('.toggle-hidden').forEach(
-    el => el.classList.remove('toggle-hidden'));
-document.querySelectorAll('.dropdown:not(.toggle-shown)').forEach(
-    el => el.classList.add('toggle-shown'));
+""" + OPEN_FOLDED + """
 // The TeX of each equation, from MathJax's own list of what it typeset.
 const tex = new Map();
 try {

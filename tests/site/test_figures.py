@@ -23,7 +23,7 @@ from urllib.parse import quote, urljoin
 
 import pytest
 from PIL import Image
-from test_site import NOTEBOOK_PAGES, load
+from test_site import OPEN_FOLDED, NOTEBOOK_PAGES, load
 
 from attention_lib.plotting import TEXT_SIZE_KEY
 
@@ -37,11 +37,7 @@ MIN_TEXT_PX = 9.0
 # drew, with the width it is shown at and the figure it belongs to.
 _FIGURES = """
 const done = arguments[arguments.length - 1];
-document.querySelectorAll('details').forEach(d => { d.open = true; });
-document.querySelectorAll('.toggle-hidden').forEach(
-    el => el.classList.remove('toggle-hidden'));
-document.querySelectorAll('.dropdown:not(.toggle-shown)').forEach(
-    el => el.classList.add('toggle-shown'));
+""" + OPEN_FOLDED + """
 const article = document.querySelector('.bd-article') || document.body;
 const list = () => Array.from(article.querySelectorAll('.cell_output img')).map(
     (img, i) => {

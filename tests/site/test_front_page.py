@@ -67,14 +67,6 @@ def laptop(browser):
     browser.set_window_size(size["width"], size["height"])
 
 
-@pytest.fixture
-def phone(browser):
-    size = browser.get_window_size()
-    browser.set_window_size(400, 900)
-    yield browser
-    browser.set_window_size(size["width"], size["height"])
-
-
 def test_front_page_shows_a_figure_above_the_fold(laptop, base_url):
     _open(laptop, urljoin(base_url, FRONT))
     images = laptop.execute_script(
@@ -220,7 +212,8 @@ def test_notes_page_says_what_each_of_the_five_notes_is(laptop, base_url):
                    for row in rows for cell in row), rows
 
 
-def test_front_page_at_400_px_keeps_figure_and_link(phone, base_url):
+def test_front_page_at_400_px_keeps_figure_and_link(narrow_window, base_url):
+    phone = narrow_window
     _open(phone, urljoin(base_url, FRONT))
     assert phone.execute_script(
         "return document.documentElement.scrollWidth <= innerWidth"

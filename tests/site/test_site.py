@@ -419,13 +419,14 @@ return {scrollWidth: document.documentElement.scrollWidth,
 """
 
 
-@pytest.fixture
-def narrow_window(browser):
-    """The browser 400 px wide (a phone) for one test, then back to its usual size."""
-    size = browser.get_window_size()
-    browser.set_window_size(400, 900)
-    yield browser
-    browser.set_window_size(size["width"], size["height"])
+# Page JavaScript that opens everything folded: details, toggled cells, dropdowns.
+OPEN_FOLDED = """
+document.querySelectorAll('details').forEach(d => { d.open = true; });
+document.querySelectorAll('.toggle-hidden').forEach(
+    el => el.classList.remove('toggle-hidden'));
+document.querySelectorAll('.dropdown:not(.toggle-shown)').forEach(
+    el => el.classList.add('toggle-shown'));
+"""
 
 
 @pytest.mark.parametrize("page", PAGES)
