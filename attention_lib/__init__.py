@@ -118,6 +118,7 @@ from .measure import (
     Hardware,
     best_seconds,
     by_device,
+    fitted_threads,
     hardware,
     matmul_rate,
     native_bfloat16,

@@ -253,7 +253,7 @@ def fitted_threads():
     Shapes:
         none
 
-    Taught in ``chapters/02_attention/04_vectorised_attention.ipynb``.
+    Taught in ``chapters/04_self_attention/02_multihead_attention.ipynb``.
     """
     wanted = torch.get_num_threads()
 
