@@ -47,6 +47,10 @@ $(VENDOR_STAMP): $(VENDOR)/package.json $(VENDOR)/package-lock.json | system-boo
 
 book: $(STAMP) $(VENDOR_STAMP)
 	$(VENV)/bin/jupyter-book build . --builder html -n -W --keep-going
+	# The Chinese book (zh/, generated from the English notebooks and i18n/zh/ by
+	# tools/translations.py) is built beside it and served under zh/.
+	$(VENV)/bin/jupyter-book build zh --builder html --path-output _build/zh -n -W --keep-going
+	rm -rf _build/html/zh && cp -r _build/zh/_build/html _build/html/zh
 	@echo "The site is in $(CURDIR)/_build/html: open _build/html/index.html, or run 'make serve'."
 
 serve: book

@@ -35,7 +35,7 @@ def run_record(path: str | Path) -> dict | None:
     return record if isinstance(record, dict) and record else None
 
 
-def _when(record: dict) -> str:
+def _when(record: dict, zh: bool = False) -> str:
     text = ""
     if record.get("date"):
         try:
@@ -44,39 +44,46 @@ def _when(record: dict) -> str:
             text = escape(str(record["date"]))
         else:
             date = date.replace(tzinfo=timezone.utc)
-            shown = f"{date.day} {date:%B %Y}, {date:%H:%M} UTC"
+            shown = (f"{date.year}年{date.month}月{date.day}日 {date:%H:%M} UTC" if zh
+                     else f"{date.day} {date:%B %Y}, {date:%H:%M} UTC")
             text = f'<time datetime="{escape(record["date"])}">{shown}</time>'
     seconds = record.get("seconds")
     if isinstance(seconds, (int, float)):
         if seconds < 90:
-            took = f"{seconds:.0f} s"
+            took = f"{seconds:.0f} 秒" if zh else f"{seconds:.0f} s"
         else:
             minutes, rest = divmod(round(seconds), 60)
-            took = f"{minutes} min {rest} s"
-        text += f" (took {took})" if text else f"took {took}"
+            took = f"{minutes} 分 {rest} 秒" if zh else f"{minutes} min {rest} s"
+        if zh:
+            text += f"（用时 {took}）" if text else f"用时 {took}"
+        else:
+            text += f" (took {took})" if text else f"took {took}"
     return text
 
 
-def _device(record: dict) -> str:
+def _device(record: dict, zh: bool = False) -> str:
     if record.get("device") in ("cuda", "mps"):
         gpu = escape(str(record.get("gpu") or "unnamed"))
         api = "CUDA" if record["device"] == "cuda" else "MPS"
         return f"GPU: {gpu}" + (f" ({api})" if api not in gpu else "")
     if record.get("device") == "cpu":
-        return "CPU (no GPU)"
+        return "CPU（无 GPU）" if zh else "CPU (no GPU)"
     return ""
 
 
-def _cpu(record: dict) -> str:
+def _cpu(record: dict, zh: bool = False) -> str:
     parts = []
     if record.get("cpu"):
         parts.append(escape(str(record["cpu"])))
     if record.get("threads"):
         threads = record["threads"]
         text = f"PyTorch used {threads} thread{'s' if threads != 1 else ''}"
+        if zh:
+            text = f"PyTorch 使用 {threads} 个线程"
         if record.get("cores"):
             cores = record["cores"]
-            text += f" ({cores} logical CPU{'s' if cores != 1 else ''} available)"
+            text += (f"（可用逻辑 CPU {cores} 个）" if zh else
+                     f" ({cores} logical CPU{'s' if cores != 1 else ''} available)")
         parts.append(text)
     return "; ".join(parts)
 
@@ -90,26 +97,41 @@ def _software(record: dict) -> str:
     return ", ".join(parts)
 
 
-def render(record: dict | None) -> str:
-    """The HTML of the "About this run" block for ``record`` ("" for None)."""
+# The block's words in the Chinese book (book_language "zh", book/_ext/languages.py).
+ZH = {
+    "Executed": "执行时间",
+    "Device": "设备",
+    "CPU": "CPU",
+    "Software": "软件",
+    "About this run": "关于本次运行",
+    "intro": "本页的输出来自其笔记本从头到尾的一次运行。计时和训练结果因机器而异。",
+}
+
+
+def render(record: dict | None, language: str = "en") -> str:
+    """The HTML of the "About this run" block for ``record`` ("" for None), in
+    ``language`` ("en" or "zh")."""
     if not record:
         return ""
+    zh = language == "zh"
     rows = [
-        ("Executed", _when(record)),
-        ("Device", _device(record)),
-        ("CPU", _cpu(record)),
+        ("Executed", _when(record, zh)),
+        ("Device", _device(record, zh)),
+        ("CPU", _cpu(record, zh)),
         ("Software", _software(record)),
     ]
     items = "".join(
-        f'<dt>{name}</dt><dd data-field="{name.lower()}">{value}</dd>'
+        f'<dt>{ZH[name] if zh else name}</dt>'
+        f'<dd data-field="{name.lower()}">{value}</dd>'
         for name, value in rows
         if value
     )
+    summary = ZH["About this run"] if zh else "About this run"
+    intro = ZH["intro"] if zh else (
+        "The outputs on this page come from one run of its notebook, top to bottom."
+        " Timings and trained results differ from machine to machine.")
     return (
-        '<details class="provenance">'
-        "<summary>About this run</summary>"
-        "<p>The outputs on this page come from one run of its notebook, top to bottom."
-        " Timings and trained results differ from machine to machine.</p>"
+        f'<details class="provenance"><summary>{summary}</summary><p>{intro}</p>'
         f"<dl>{items}</dl>"
         "</details>\n"
     )
@@ -120,7 +142,8 @@ def _add_block(
 ) -> None:
     if doctree is None or pagename not in app.env.all_docs or "body" not in context:
         return
-    block = render(run_record(app.env.doc2path(pagename)))
+    language = getattr(app.config, "book_language", "en")
+    block = render(run_record(app.env.doc2path(pagename)), language)
     if block:
         context["body"] += block
 
