@@ -78,9 +78,9 @@ ASSETS = [
     # onnxruntime-web's WebAssembly build for the translator page: the ES module and
     # the runtime it loads (single-threaded: GitHub Pages sends no cross-origin
     # isolation headers), not the 28 MB WebGPU build the package's default entry pulls.
-    # book/_vendor/package.json pins onnxruntime-web 1.22.0: its WebAssembly is 2.87 MB
-    # gzipped, 1.30.0's 3.65 MB, and at 10 Mbit/s that took the first translation from
-    # 8.2 s to 7.5 s (bench/bench_translator_page.py; each release since 1.22 is larger).
+    # book/_vendor/package.json pins onnxruntime-web 1.22.0: its WebAssembly is 2.87
+    # MB gzipped, 1.30.0's 3.65 MB, and at 10 Mbit/s that took the first translation
+    # from 8.2 s to 7.5 s (bench/bench_translator_page.py; later releases are larger).
     *(
         (ORT_DIST / name, f"vendor/onnxruntime-web/{name}", ())
         for name in (
