@@ -46,6 +46,7 @@ from torch import Tensor
 
 from ._checks import check_int, check_mask, check_qkv, check_scale, describe
 from .attention import softmax_attention
+from .measure import fitted_threads
 from .measure import peak_memory  # here too: chapter 6's pages import it from here
 
 __all__ = [
@@ -513,7 +514,8 @@ def generate(
     token; the decoder's state carries what came before: T positions processed for T
     tokens. Without it, each step feeds the whole prefix again from ``state`` as
     given: 1 + 2 + ... + T = T(T+1)/2 positions. Both give the same tokens (the tests
-    check); the difference is time.
+    check); the difference is time. It runs on as many threads as the machine can give
+    (:func:`~attention_lib.measure.fitted_threads`).
 
     ``decoder(tokens, state)`` returns ``(logits, state)``, as the library's decoder
     protocol does (:mod:`attention_lib.decoding`); ``state`` is its ``init_state(...)``
@@ -538,16 +540,17 @@ def generate(
     done = torch.zeros(start.shape[0], dtype=torch.bool, device=start.device)
     tokens = [start]
     current = state
-    for _ in range(num_tokens):
-        if use_cache:
-            logits, current = decoder(tokens[-1], current)  # (B, L, V)
-        else:
-            logits, _ = decoder(torch.cat(tokens, dim=1), state)  # (B, t + 1, V)
-        next_tokens = choose(logits[:, -1])  # (B,)
-        if eos is not None:
-            next_tokens = next_tokens.masked_fill(done, eos)
-            done = done | (next_tokens == eos)
-        tokens.append(next_tokens[:, None])  # (B, 1)
-        if eos is not None and bool(done.all()):
-            break
+    with fitted_threads():  # as many threads as the machine can give
+        for _ in range(num_tokens):
+            if use_cache:
+                logits, current = decoder(tokens[-1], current)  # (B, L, V)
+            else:
+                logits, _ = decoder(torch.cat(tokens, dim=1), state)  # (B, t + 1, V)
+            next_tokens = choose(logits[:, -1])  # (B,)
+            if eos is not None:
+                next_tokens = next_tokens.masked_fill(done, eos)
+                done = done | (next_tokens == eos)
+            tokens.append(next_tokens[:, None])  # (B, 1)
+            if eos is not None and bool(done.all()):
+                break
     return torch.cat(tokens[1:], dim=1) if len(tokens) > 1 else start[:, :0]
