@@ -120,6 +120,28 @@ def _wait(browser, predicate, timeout: float) -> None:
     WebDriverWait(browser, timeout, poll_frequency=0.05).until(lambda _: predicate())
 
 
+# Resolves once the element has kept its place on screen for 300 ms: the page's text
+# above it (the status line, the model's BLEU) may still change height after the first
+# translation, and a click aimed at the old place would land on another control.
+SETTLE = """
+const [element, done] = [arguments[0], arguments[arguments.length - 1]];
+element.scrollIntoView({block: 'center', behavior: 'instant'});
+let last = JSON.stringify(element.getBoundingClientRect()), still = 0;
+const timer = setInterval(() => {
+    const now = JSON.stringify(element.getBoundingClientRect());
+    still = now === last ? still + 1 : 0;
+    last = now;
+    if (still >= 6) { clearInterval(timer); done(true); }
+}, 50);
+"""
+
+
+def click(browser, element) -> None:
+    """Scroll the element into view, let the layout settle, and click it."""
+    browser.execute_async_script(SETTLE, element)
+    element.click()
+
+
 def severe(browser) -> list[str]:
     return [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
 
@@ -405,8 +427,7 @@ def test_the_page_sentence_and_the_examples_translate_correctly(page, model_dir)
     assert page.execute_async_script(FIRST) == KNOWN_GOOD[preset]
     for button, example in zip(buttons, examples):
         before = state(page)["count"]
-        page.execute_script("arguments[0].scrollIntoView({block: 'center'})", button)
-        button.click()
+        click(page, button)
         _wait(page, lambda: state(page)["count"] > before, 20)
         shown = state(page)
         assert shown["state"] == "done" and shown["output"] == KNOWN_GOOD[example]
