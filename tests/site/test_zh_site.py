@@ -20,7 +20,14 @@ from urllib.parse import quote, urljoin, urlsplit
 import pytest
 import yaml
 from selenium.webdriver.support.ui import WebDriverWait
-from test_site import _OVERFLOW, OPEN_FOLDED, PAGES, is_notebook, load
+from test_site import (
+    _OVERFLOW,
+    OPEN_FOLDED,
+    PAGES,
+    _expected_launch_urls,
+    is_notebook,
+    load,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -236,13 +243,8 @@ def test_chinese_page_does_not_scroll_sideways_400px_wide(
 
 @pytest.mark.parametrize("page", ZH_NOTEBOOKS)
 def test_launch_and_download_open_the_chinese_notebook(site, zh_loaded, page):
-    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    owner_repo = urlsplit(config["repository"]["url"]).path.strip("/")
-    branch = config["repository"]["branch"]
-    colab = (
-        f"{config['launch_buttons']['colab_url']}/github/{owner_repo}/blob/{branch}"
-        f"/zh/{page}.ipynb"
-    )
+    config = yaml.safe_load((ROOT / "zh" / "_config.yml").read_text(encoding="utf-8"))
+    colab = _expected_launch_urls(config, page)["colab"]  # path_to_book: zh
     links = zh_loaded(page).info["links"]
     assert colab in links, f"zh/{page}: no Colab link to {colab}"
     downloads = [
